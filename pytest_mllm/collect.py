@@ -1,0 +1,115 @@
+"""Collection: a benchmark spec file becomes a pytest collector with one test per sample."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+from _pytest.mark.structures import Mark
+
+from .sample import BadSample, Sample
+from .spec import BenchmarkSpec, SpecError, load_spec
+
+if TYPE_CHECKING:
+    from .session import MllmSession
+
+_BUILTIN_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"}
+
+
+class SampleFailure(Exception):
+    """A sample errored (bad data, unreadable image, model crash); shown without a traceback."""
+
+
+class IncorrectAnswer(AssertionError):
+    """A wrong answer under --mllm-strict."""
+
+
+def marker_name(name: str) -> str | None:
+    """A benchmark, task or group name as a marker usable with -m, if it can be one."""
+    marker = re.sub(r"\W", "_", name)
+    if not marker or marker[0].isdigit() or marker in _BUILTIN_MARKS:
+        return None
+    return marker
+
+
+class BenchmarkFile(pytest.File):
+    """A benchmark spec file; collects one SampleItem per sample."""
+
+    def collect(self) -> Iterator["SampleItem"]:
+        mllm: MllmSession = self.config.stash[SESSION_KEY]
+        spec = load_spec(self.path.resolve())
+        samples = mllm.samples_for(spec)
+        marks = _Marks(self.config, spec)
+        for order, sample in enumerate(samples):
+            item = SampleItem.from_parent(self, name=sample.id, sample=sample, spec=spec, order=order)
+            item.own_markers.extend(marks.for_task(sample.task))
+            yield item
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, SpecError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class _Marks:
+    """Markers per benchmark, group and task (registered so --strict-markers accepts them)."""
+
+    def __init__(self, config: pytest.Config, spec: BenchmarkSpec) -> None:
+        self.config = config
+        self.spec = spec
+        self._cache: dict[str, list[Mark]] = {}
+
+    def _mark(self, name: str | None, what: str) -> list[Mark]:
+        marker = marker_name(name) if name else None
+        if marker is None:
+            return []
+        self.config.addinivalue_line("markers", f"{marker}: pytest-mllm {what} {name}")
+        return [Mark(marker, (), {}, _ispytest=True)]
+
+    def for_task(self, task: str) -> list[Mark]:
+        if task not in self._cache:
+            self._cache[task] = (
+                [Mark("mllm", (), {}, _ispytest=True)]
+                + self._mark(self.spec.name, "benchmark")
+                + self._mark(self.spec.group_of(task), "group")
+                + self._mark(task, "task")
+            )
+        return self._cache[task]
+
+
+class SampleItem(pytest.Item):
+    """One benchmark sample as a test: the model answers, the parser reads, the scorer judges."""
+
+    def __init__(self, *, sample: Sample | BadSample, spec: BenchmarkSpec, order: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sample = sample
+        self.spec = spec
+        self.order = order
+        self.record: dict[str, Any] | None = None
+
+    def runtest(self) -> None:
+        mllm: MllmSession = self.config.stash[SESSION_KEY]
+        self.record = record = mllm.record_for(self)
+        if record["status"] == "error":
+            raise SampleFailure(record["error"])
+        if record["status"] == "incorrect" and mllm.options.strict:
+            raise IncorrectAnswer(describe_incorrect(record))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, (SampleFailure, IncorrectAnswer)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.spec.name}::{self.name}"
+
+
+def describe_incorrect(record: dict[str, Any]) -> str:
+    """A wrong answer in four lines: question, expected, response, parsed."""
+    return (f"incorrect answer\n  question: {record['question']}\n  expected: {record['answer']}\n"
+            f"  response: {record['response']!r}\n  parsed:   {record['parsed']}")
+
+
+SESSION_KEY = pytest.StashKey["MllmSession"]()

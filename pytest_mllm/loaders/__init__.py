@@ -1,0 +1,50 @@
+"""Benchmark loaders: each reads one real file format into Samples.
+
+A loader returns `Sample`s, or `BadSample`s for entries it could not read, so that one
+broken entry errors alone while the rest of the benchmark runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from ..sample import BadSample, Sample
+from ..spec import BenchmarkSpec, SpecError
+
+Loaded = list[Sample | BadSample]
+Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]
+
+
+def _loader(name: str) -> Loader:
+    if name == "mme":
+        from .mme import load_mme_folder
+
+        return load_mme_folder
+    if name == "tsv":
+        from .tsv import load_tsv
+
+        return load_tsv
+    if name == "jsonl":
+        from .jsonl import load_jsonl
+
+        return load_jsonl
+    if name == "shapes":
+        from ..shapes import build_samples
+
+        return lambda spec, root: list(build_samples(spec.name, **spec.loader_options))
+    raise SpecError(f"{name!r} is not a known loader")
+
+
+def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
+    """All samples of a benchmark, in a deterministic order; duplicate ids are an error."""
+    samples = _loader(spec.loader)(spec, root)
+    dupes = [sid for sid, n in Counter(s.id for s in samples).items() if n > 1]
+    if dupes:
+        where = root if root is not None else spec.path
+        raise SpecError(
+            f"benchmark {spec.name!r}: duplicate sample id {dupes[0]!r} in {where} "
+            f"({len(dupes)} duplicated id(s)); every sample needs a unique id"
+        )
+    return samples

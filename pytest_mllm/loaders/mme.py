@@ -1,0 +1,69 @@
+"""The official MME release folder (MME_Benchmark_release_version).
+
+Two layouts live side by side in the release: subtask folders holding each image next
+to its `<stem>.txt`, and subtask folders with `images/` and `questions_answers_YN/`.
+Each txt holds two "question<TAB>Yes|No" lines about its image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..sample import BadSample, ImageRef, Sample
+from ..spec import BenchmarkSpec, SpecError
+
+IMAGE_SUFFIXES = (".jpg", ".png", ".jpeg", ".JPG", ".PNG", ".JPEG")
+
+
+def task_folders(root: Path, order: tuple[str, ...]) -> list[Path]:
+    """Subtask folders: the spec's order first, any others after, sorted by name."""
+    present = {p.name: p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    return [present[t] for t in order if t in present] + [
+        present[t] for t in sorted(present) if t not in order
+    ]
+
+
+def load_mme_folder(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
+    """Samples of every subtask folder under `root`, ids like `existence::0001.jpg::q2`."""
+    assert root is not None
+    folders = task_folders(root, spec.task_order)
+    if not folders:
+        raise SpecError(f"no MME subtask folders found in {root}; point --mllm-data at MME_Benchmark_release_version")
+    samples: list[Sample | BadSample] = []
+    for folder in folders:
+        if (folder / "images").is_dir():
+            image_dir, qa_dir = folder / "images", folder / "questions_answers_YN"
+        else:
+            image_dir = qa_dir = folder
+        if not qa_dir.is_dir():
+            samples.append(BadSample(f"{folder.name}::questions", spec.name, folder.name, f"missing folder {qa_dir}"))
+            continue
+        for qa_file in sorted(qa_dir.glob("*.txt")):
+            samples.extend(_pair(spec.name, folder.name, qa_file, image_dir, root))
+    return samples
+
+
+def _image_name(image_dir: Path, stem: str) -> str:
+    for suffix in IMAGE_SUFFIXES:
+        if (image_dir / (stem + suffix)).is_file():
+            return stem + suffix
+    return stem + ".jpg"  # missing: the sample errors when its image is read
+
+
+def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path) -> list[Sample | BadSample]:
+    image = _image_name(image_dir, qa_file.stem)
+    image_ref = ImageRef("path", str((image_dir / image).relative_to(root)), root=root)
+    out: list[Sample | BadSample] = []
+    lines = [line for line in qa_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for number, line in enumerate(lines, start=1):
+        sample_id = f"{task}::{image}::q{number}"
+        question, sep, answer = line.strip().rpartition("\t")
+        if not sep or answer.strip().lower() not in ("yes", "no"):
+            out.append(BadSample(sample_id, benchmark, task,
+                                 f"{qa_file}:{number}: expected 'question<TAB>Yes|No', got {line!r}"))
+            continue
+        out.append(Sample(
+            id=sample_id, benchmark=benchmark, task=task, question=question, answer=answer.strip(),
+            answer_type="yes_no", images=(image_ref,), pair_group=f"{task}::{image}",
+        ))
+    return out

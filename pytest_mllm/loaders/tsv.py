@@ -1,0 +1,104 @@
+"""The TSV-with-base64-images format of MMBench, MMT-Bench, SEED, POPE … (VLMEvalKit's).
+
+Columns: index, question, optional hint, option columns A, B, C, …, answer, category,
+l2-category, split, and image (base64 bytes) or image_path. An image cell may hold
+another row's index instead of image data: that row's image is meant.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+from ..images import resolve_inside
+from ..sample import BadSample, ImageRef, Sample
+from ..spec import BenchmarkSpec, SpecError
+
+_OPTION_LETTERS = "ABCDEFGHIJ"
+_MISSING = {"", "nan", "none", "null"}
+
+
+def _cell(row: dict[str, str], column: str) -> str:
+    value = (row.get(column) or "").strip()
+    return "" if value.lower() in _MISSING else value
+
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Header and rows of a TSV whose cells may hold megabytes of base64."""
+    csv.field_size_limit(sys.maxsize)
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+
+
+def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
+    """Samples of `data.file` (relative to the data root), one per row, in file order."""
+    assert root is not None
+    if not spec.data_file:
+        raise SpecError(f"{spec.path}: field 'data.file': the tsv loader needs the TSV's file name")
+    path = resolve_inside(root, spec.data_file) if root.is_dir() else root
+    if not path.is_file():
+        raise SpecError(f"benchmark {spec.name!r}: TSV file not found: {path}")
+    header, rows = read_rows(path)
+    for required in ("index", "question", "answer"):
+        if required not in header:
+            raise SpecError(f"{path}: missing column {required!r} (columns: {', '.join(header)})")
+    if "image" not in header and "image_path" not in header:
+        raise SpecError(f"{path}: needs an 'image' (base64) or 'image_path' column")
+    task_column = spec.loader_options.get("task_column")
+    fixed_task = str(spec.loader_options.get("task", spec.name))
+    images_by_index = {_cell(r, "index"): _cell(r, "image") for r in rows if len(_cell(r, "image")) > 64}
+    letters = [c for c in _OPTION_LETTERS if c in header]
+
+    samples: list[Sample | BadSample] = []
+    for line_number, row in enumerate(rows, start=2):
+        index = _cell(row, "index")
+        task = _cell(row, task_column) if task_column else fixed_task
+        sample_id = f"{task}::{index}"
+        try:
+            samples.append(_sample(spec, row, index, task, sample_id, letters, images_by_index, root))
+        except ValueError as exc:
+            samples.append(BadSample(sample_id, spec.name, task, f"{path}:{line_number}: {exc}"))
+    return samples
+
+
+def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sample_id: str,
+            letters: list[str], images_by_index: dict[str, str], root: Path) -> Sample:
+    if not index:
+        raise ValueError("empty 'index' cell")
+    answer = _cell(row, "answer")
+    if not answer:
+        raise ValueError("empty 'answer' cell")
+    choices = tuple((letter, _cell(row, letter)) for letter in letters if _cell(row, letter))
+    if choices:
+        answer_type = "choice"
+        if answer not in {letter for letter, _ in choices}:
+            raise ValueError(f"answer {answer!r} is not one of the options {[c for c, _ in choices]}")
+    elif answer.lower() in ("yes", "no"):
+        answer_type = "yes_no"
+    else:
+        answer_type = "open"
+    return Sample(
+        id=sample_id, benchmark=spec.name, task=task, question=_cell(row, "question"),
+        answer=answer, answer_type=answer_type, images=(_image(row, images_by_index, root),),
+        choices=choices, split=_cell(row, "split") or "test",
+        category=_cell(row, "category") or None, l2_category=_cell(row, "l2-category") or None,
+        metadata={"index": index, "hint": _cell(row, "hint")},
+    )
+
+
+def _image(row: dict[str, str], images_by_index: dict[str, str], root: Path) -> ImageRef:
+    cell = _cell(row, "image")
+    if len(cell) > 64:
+        return ImageRef("base64", cell)
+    if cell:
+        if cell not in images_by_index:
+            raise ValueError(f"image cell {cell!r} names no row holding image data")
+        return ImageRef("base64", images_by_index[cell])
+    image_path = _cell(row, "image_path")
+    if not image_path:
+        raise ValueError("no image: both 'image' and 'image_path' cells are empty")
+    base = root if root.is_dir() else root.parent
+    return ImageRef("path", image_path, root=base)

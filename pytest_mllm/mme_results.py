@@ -1,0 +1,71 @@
+"""MME's official results format: one `<subtask>.txt` per subtask in a folder, lines of
+"image<TAB>question<TAB>ground truth<TAB>response", the two questions of an image on
+consecutive lines. We read it as recorded predictions and write it for MME's own script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+
+@dataclass(frozen=True)
+class ResultLine:
+    """One line of an MME results file."""
+
+    task: str
+    image: str
+    question: str
+    answer: str
+    response: str
+
+
+def read_mme_results(folder: Path) -> list[ResultLine]:
+    """Every line of every `<subtask>.txt` in `folder`, in file then line order."""
+    lines: list[ResultLine] = []
+    files = sorted(folder.glob("*.txt"))
+    if not files:
+        raise ValueError(f"no MME results files (<subtask>.txt) in {folder}")
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 4:
+                raise ValueError(
+                    f"{path}:{number}: expected 4 tab-separated columns "
+                    f"(image, question, ground truth, response), got {len(parts)}"
+                )
+            lines.append(ResultLine(path.stem, *parts))
+    return lines
+
+
+def _one_line(text: str) -> str:
+    """Tabs and newlines would break the format; as whitespace they never change MME's reading."""
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def write_mme_results(records: Iterable[Mapping[str, Any]], folder: Path) -> list[Path]:
+    """Write yes/no records (in their order) as MME results files; returns the files written.
+
+    A pair with an errored member is left out whole: MME's script reads lines in pairs.
+    """
+    records = [r for r in records if r.get("answer_type") == "yes_no"]
+    broken = {r.get("pair_group") for r in records if r["status"] == "error"}
+    by_task: dict[str, list[str]] = {}
+    for record in records:
+        if record.get("pair_group") in broken:
+            continue
+        row = "\t".join([
+            record["image"], _one_line(record["question"]),
+            record["answer"].capitalize(), _one_line(record["response"]),
+        ])
+        by_task.setdefault(record["task"], []).append(row)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, rows in by_task.items():
+        path = folder / f"{task}.txt"
+        path.write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+        written.append(path)
+    return written

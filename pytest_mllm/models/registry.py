@@ -1,0 +1,84 @@
+"""Model specs from the command line → model objects.
+
+Forms: a short alias (`llava-1.5-7b`), `hf:<repo or folder>`, `tiny-llava`,
+`baseline:random[:seed]`, `baseline:yes`, `baseline:no`, `replay:<path>`, a name
+registered through the `pytest_mllm.models` entry point group (`name` or `name:arg`),
+or anything a conftest's `pytest_mllm_make_model` hook returns.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from ..sample import Model
+
+ALIASES: dict[str, str] = {
+    "llava-1.5-7b": "llava-hf/llava-1.5-7b-hf",
+    "llava-1.5-13b": "llava-hf/llava-1.5-13b-hf",
+    "llava-next-7b": "llava-hf/llava-v1.6-mistral-7b-hf",
+    "llava-next-13b": "llava-hf/llava-v1.6-vicuna-13b-hf",
+    "llava-onevision-0.5b": "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",
+    "llava-onevision-7b": "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "idefics2-8b": "HuggingFaceM4/idefics2-8b",
+    "idefics3-8b": "HuggingFaceM4/Idefics3-8B-Llama3",
+    "paligemma-3b": "google/paligemma-3b-mix-224",
+    "qwen2-vl-2b": "Qwen/Qwen2-VL-2B-Instruct",
+    "qwen2-vl-7b": "Qwen/Qwen2-VL-7B-Instruct",
+    "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct",
+    "smolvlm-2b": "HuggingFaceTB/SmolVLM-Instruct",
+    "gemma-3-4b": "google/gemma-3-4b-it",
+}
+BUILTIN_FORMS = ("hf:<repo or folder>", "tiny-llava", "baseline:random[:seed]", "baseline:yes",
+                 "baseline:no", "replay:<file or MME results folder>")
+ENTRY_POINT_GROUP = "pytest_mllm.models"
+
+
+class UnknownModel(ValueError):
+    """The model spec names nothing we know; the message lists what is known."""
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_names() -> list[str]:
+    """Every accepted model name or form, for error messages and --help."""
+    return sorted(ALIASES) + list(BUILTIN_FORMS) + sorted(_entry_points())
+
+
+def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
+    """Build the model named by `spec` (conftest hooks are asked before this, by the plugin)."""
+    kind, _, arg = spec.partition(":")
+    if kind == "baseline":
+        from .baselines import ConstantBaseline, RandomBaseline
+
+        name, _, seed = arg.partition(":")
+        if name == "random":
+            return RandomBaseline(int(seed or 0))
+        if name in ("yes", "no"):
+            return ConstantBaseline(name.capitalize())
+        raise UnknownModel(f"unknown baseline {arg!r}; use baseline:random[:seed], baseline:yes or baseline:no")
+    if kind == "replay":
+        from .replay import ReplayModel
+
+        return ReplayModel(Path(arg).expanduser())
+    if kind == "hf" and arg:
+        from .hf import HFModel
+
+        return HFModel(arg, **hf_options)
+    if spec == "tiny-llava":
+        from .hf import HFModel
+        from .tiny import ensure_tiny_llava
+
+        return HFModel(str(ensure_tiny_llava()), name="tiny-llava", **hf_options)
+    if spec in ALIASES:
+        from .hf import HFModel
+
+        return HFModel(ALIASES[spec], name=spec, **hf_options)
+    plugins = _entry_points()
+    if kind in plugins:
+        factory = plugins[kind].load()
+        return factory(arg) if arg else factory()
+    raise UnknownModel(f"unknown model {spec!r}; known models: {', '.join(known_names())}")

@@ -1,0 +1,126 @@
+"""Answer extraction: turn a model's free-text response into a comparable answer.
+
+Every parser maps (response, sample) to a normalized answer string; "other" means no
+answer could be read, which always scores as wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .sample import Sample
+
+OTHER = "other"
+
+Parser = Callable[[str, Sample], str]
+
+
+def mme_official(response: str, sample: Sample | None = None) -> str:
+    """MME's official yes/no reading, quirks included.
+
+    Lowercase; an exact "yes"/"no" counts as is; otherwise the first four characters are
+    searched for "yes", then "no"; anything else is "other". So "nope" reads as no,
+    "yesterday" as yes, and "y" or " sure, yes" as other.
+    """
+    text = response.lower()
+    if text in ("yes", "no"):
+        return text
+    prefix = text[:4]
+    if "yes" in prefix:
+        return "yes"
+    if "no" in prefix:
+        return "no"
+    return OTHER
+
+
+_YES_WORDS = {"yes", "yeah", "yep", "true", "correct", "affirmative"}
+_NO_WORDS = {"no", "nope", "not", "false", "incorrect", "nah", "negative"}
+_WORD = re.compile(r"[a-z]+")
+
+
+def yes_no_lenient(response: str, sample: Sample | None = None) -> str:
+    """A forgiving yes/no reading: the first yes-like or no-like word anywhere wins.
+
+    Not the official MME reading; choose it by name (`parser: yes_no_lenient`).
+    """
+    for word in _WORD.findall(response.lower()):
+        if word in _YES_WORDS:
+            return "yes"
+        if word in _NO_WORDS:
+            return "no"
+    return OTHER
+
+
+def pope(response: str, sample: Sample | None = None) -> str:
+    """POPE's reading: in the first sentence, a "no"/"not" word means no, else yes."""
+    first = response.split(".")[0].replace(",", "")
+    words = first.split(" ")
+    if "No" in words or "no" in words or "not" in words:
+        return "no"
+    return "yes"
+
+
+_LETTER_ONLY = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?[.:)]?\s*$")
+_ANSWER_IS = re.compile(r"(?i:answer)\s*(?:(?i:is)\s*)?:?\s*[\(\[]?([A-Z])\b")
+_LEADING_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]]|[.:](?:\s|$))")
+_TOKEN = re.compile(r"[\(\[]?\b([A-Z])\b[\)\]]?")
+
+
+def multiple_choice(response: str, sample: Sample) -> str:
+    """Read an option letter: "B", "(B)", "B.", "Answer: B", "B. the dog", or the option text.
+
+    A response naming several letters or several option texts is ambiguous: "other".
+    """
+    letters = {letter for letter, _ in sample.choices}
+    for pattern in (_LETTER_ONLY, _ANSWER_IS, _LEADING_LETTER):
+        match = pattern.search(response)
+        if match and match.group(1).upper() in letters:
+            return match.group(1).upper()
+    standalone = {m.group(1) for m in _TOKEN.finditer(response) if m.group(1) in letters}
+    if _starts_with_article(response):
+        standalone.discard("A")
+    if len(standalone) == 1:
+        return standalone.pop()
+    lowered = response.lower()
+    named = [letter for letter, text in sample.choices if text and text.lower() in lowered]
+    if len(named) == 1:
+        return named[0]
+    return OTHER
+
+
+def _starts_with_article(response: str) -> bool:
+    """True when "A" opens the response as the English article ("A dog ...")."""
+    return re.match(r"^\s*A\s+[a-z]", response) is not None
+
+
+def exact(response: str, sample: Sample | None = None) -> str:
+    """Case- and space-insensitive exact match of the whole response."""
+    return " ".join(response.lower().split()).rstrip(".")
+
+
+PARSERS: dict[str, Parser] = {
+    "mme": mme_official,
+    "yes_no_lenient": yes_no_lenient,
+    "pope": pope,
+    "choice": multiple_choice,
+    "exact": exact,
+}
+
+
+def normalize_answer(answer: str, parser_name: str) -> str:
+    """The reference answer in the parser's vocabulary (yes/no lowercased, letters upper)."""
+    if parser_name == "choice":
+        return answer.strip().upper()
+    if parser_name == "exact":
+        return exact(answer)
+    return answer.strip().lower()
+
+
+def get_parser(name: str) -> Parser:
+    """The parser registered under `name`; a clear error lists the known names."""
+    try:
+        return PARSERS[name]
+    except KeyError:
+        known = ", ".join(sorted(PARSERS))
+        raise KeyError(f"unknown answer parser {name!r}; known parsers: {known}") from None

@@ -1,0 +1,110 @@
+"""pytest-mllm's entry point: options, the marker and fixtures, and activation.
+
+This module stays import-light: without a --mllm option nothing else of the package
+(and nothing heavy) is imported and no hook does any work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+MARKER = "mllm_bench"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mllm", "multimodal-LLM benchmarks (pytest-mllm)")
+    group.addoption("--mllm", metavar="MODEL", help="model under test: an alias (llava-1.5-7b), hf:<repo or folder>, "
+                    "tiny-llava, baseline:random|yes|no, replay:<path>, or a registered name")
+    group.addoption("--mllm-bench", action="append", metavar="NAME", help="benchmark to run: a bundled name "
+                    "(shapes, mme, pope, mmbench) or a spec file; repeat or comma-separate for several")
+    group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
+                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
+    group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
+    group.addoption("--mllm-mme-results", metavar="DIR",
+                    help="also write yes/no answers in MME's official results format (one file per subtask)")
+    group.addoption("--mllm-gate", action="append", metavar="EXPR",
+                    help="score gate such as 'mme.perception>=1400'; a failing gate fails the session")
+    group.addoption("--mllm-baseline", metavar="PATH", help="earlier --mllm-json results for regression gates")
+    group.addoption("--mllm-max-drop", action="append", metavar="[METRIC=]DROP",
+                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'")
+    group.addoption("--mllm-strict", action="store_true", help="incorrect answers fail (for must-pass suites)")
+    group.addoption("--mllm-max-image-pixels", type=int, default=89_478_485, metavar="N",
+                    help="refuse images with more pixels than this (default: Pillow's limit)")
+    group.addoption("--mllm-show-incorrect", type=int, default=10, metavar="N",
+                    help="wrong answers listed in the summary (all with -v)")
+    group.addoption("--mllm-device", default="auto", help="device for transformers models (auto, cpu, cuda)")
+    group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
+    group.addoption("--mllm-trust-remote-code", action="store_true",
+                    help="allow a transformers model to run code from its repository")
+    parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
+    parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
+    parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+
+
+def _active(config: pytest.Config) -> bool:
+    return bool(config.getoption("mllm") or config.getoption("mllm_bench"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(name, task=None): parametrize `mllm_sample` with a benchmark's samples")
+    if not _active(config):
+        return
+    from .collect import SESSION_KEY
+    from .session import MllmSession, Options
+
+    options = Options.from_config(config)
+    if options.benchmarks and not options.model:
+        raise pytest.UsageError("--mllm-bench needs a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
+    session = MllmSession(config, options)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "mllm-session")
+    if options.benchmarks:
+        spec_args = [str(p) for p in options.benchmarks]
+        explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+        config.args = [*config.args, *spec_args] if explicit else spec_args
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None or "mllm_sample" not in metafunc.fixturenames:
+        return
+    if not _active(metafunc.config):
+        metafunc.parametrize("mllm_sample", [pytest.param(None, marks=pytest.mark.skip(
+            reason="benchmark test: pass --mllm=MODEL to run it"))], ids=["needs-mllm"])
+        return
+    from .collect import SESSION_KEY
+    from .sample import Sample
+    from .spec import find_spec, load_spec
+
+    name = marker.args[0] if marker.args else marker.kwargs.get("name")
+    task = marker.kwargs.get("task")
+    spec = load_spec(find_spec(str(name)))
+    samples = [s for s in metafunc.config.stash[SESSION_KEY].samples_for(spec)
+               if isinstance(s, Sample) and (task is None or s.task == task)]
+    metafunc.parametrize("mllm_sample", [pytest.param((s, spec)) for s in samples], ids=[s.id for s in samples])
+
+
+@pytest.fixture
+def mllm_sample(request: pytest.FixtureRequest) -> Any:
+    """A benchmark sample (from `@pytest.mark.mllm_bench(...)`)."""
+    sample, _spec = request.param
+    return sample
+
+
+@pytest.fixture
+def mllm(request: pytest.FixtureRequest) -> Any:
+    """The model under test, with `answer(sample)` giving the sample's scored record."""
+    if not _active(request.config):
+        pytest.skip("benchmark test: pass --mllm=MODEL to run it")
+    from .collect import SESSION_KEY
+    from .handle import ModelHandle
+
+    return ModelHandle(request.config.stash[SESSION_KEY])

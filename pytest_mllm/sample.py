@@ -1,0 +1,103 @@
+"""The plain, typed hand-offs between stages: Sample, ImageRef, Request, Response.
+
+A benchmark loader yields `Sample`s; the runner turns each into a `Request` (rendered
+prompt + decoded images) for a model, which returns a `Response`. Records (what the
+reporter aggregates) are plain dicts built in `record.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+AnswerType = Literal["yes_no", "choice", "open"]
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """Where a sample's image comes from; decoded only when a model needs it.
+
+    kind: "path" (value is a path relative to `root`), "base64" (value is the encoded
+    bytes), or "generated" (value is a key; `generator` draws the image).
+    """
+
+    kind: Literal["path", "base64", "generated"]
+    value: str
+    root: Path | None = None
+    generator: Callable[[str], "Image.Image"] | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        """A short human name: the file name, or the generator key."""
+        if self.kind == "path":
+            return Path(self.value).name
+        if self.kind == "generated":
+            return self.value
+        return "<base64>"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark question: the unit that becomes one test."""
+
+    id: str  # stable, unique within the benchmark, e.g. "existence::000000006040.jpg::q2"
+    benchmark: str
+    task: str
+    question: str
+    answer: str
+    answer_type: AnswerType = "yes_no"
+    images: tuple[ImageRef, ...] = ()
+    choices: tuple[tuple[str, str], ...] = ()  # (letter, text) pairs for multiple choice
+    pair_group: str | None = None  # samples sharing it are scored together by accuracy+
+    split: str = "test"
+    target_region: tuple[float, float, float, float] | None = None  # x0, y0, x1, y1 in pixels
+    category: str | None = None
+    l2_category: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def image_name(self) -> str:
+        """The first image's short name ("" when the sample has no image)."""
+        return self.images[0].name if self.images else ""
+
+
+@dataclass(frozen=True)
+class BadSample:
+    """A sample that could not be read; it becomes a test that errors with `error`."""
+
+    id: str
+    benchmark: str
+    task: str
+    error: str
+
+
+@dataclass
+class Request:
+    """What a model is asked: the sample, its rendered prompt, its decoded images."""
+
+    sample: Sample
+    prompt: str
+    images: "list[Image.Image]"
+    max_new_tokens: int = 32
+
+
+@dataclass
+class Response:
+    """A model's answer to one request."""
+
+    text: str
+    latency_s: float = 0.0
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a batch of requests, one response per request, in order."""
+
+    name: str
+    needs_images: bool
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]: ...

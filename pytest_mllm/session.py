@@ -1,0 +1,230 @@
+"""The plugin's per-run state and hooks, registered only when a --mllm option is given."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .collect import BenchmarkFile, SampleItem
+from .gates import (Gate, GateSyntaxError, Verdict, evaluate_gate, evaluate_regressions, load_baseline,
+                    parse_gate, parse_max_drop)
+from .loaders import load_samples
+from .runner import Evaluator, Record, new_record
+from .sample import BadSample, Model, Sample
+from .spec import BenchmarkSpec, SpecError, find_spec, is_spec_file
+
+_DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
+
+
+@dataclass
+class Options:
+    """The command-line and ini settings of a run, validated up front."""
+
+    model: str | None
+    benchmarks: list[Path]
+    data: dict[str, str]
+    json_path: Path | None
+    mme_results: Path | None
+    gates: list[Gate]
+    max_drops: list[Gate]
+    baseline: Path | None
+    strict: bool
+    max_pixels: int
+    show_incorrect: int
+    hf_options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "Options":
+        """Read and validate; every problem is a UsageError before anything runs."""
+        opt = config.getoption
+        try:
+            benchmarks = [find_spec(name.strip()) for value in opt("mllm_bench") or []
+                          for name in value.split(",") if name.strip()]
+            gates = [parse_gate(g) for g in [*config.getini("mllm_gates"), *(opt("mllm_gate") or [])]]
+            drops = [parse_max_drop(d) for d in [*config.getini("mllm_max_drop"), *(opt("mllm_max_drop") or [])]]
+        except (SpecError, GateSyntaxError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        baseline = opt("mllm_baseline") or config.getini("mllm_baseline") or None
+        if drops and not baseline:
+            raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
+        if baseline and not drops:
+            drops = [parse_max_drop("0")]
+        data: dict[str, str] = {}
+        for value in opt("mllm_data") or []:
+            match = _DATA_OVERRIDE.match(value)
+            name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
+            data[name] = path
+        return cls(
+            model=opt("mllm"), benchmarks=benchmarks, data=data,
+            json_path=_path(opt("mllm_json")), mme_results=_path(opt("mllm_mme_results")),
+            gates=gates, max_drops=drops, baseline=_path(baseline), strict=opt("mllm_strict"),
+            max_pixels=opt("mllm_max_image_pixels"), show_incorrect=opt("mllm_show_incorrect"),
+            hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
+                        "trust_remote_code": opt("mllm_trust_remote_code")},
+        )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+class MllmSession:
+    """Collects benchmarks, answers samples, and reports scores and gates."""
+
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        self.config = config
+        self.options = options
+        self.spec_paths = {p.resolve() for p in options.benchmarks}
+        self.evaluator = Evaluator(self._make_model, options.max_pixels)
+        self.is_worker = hasattr(config, "workerinput")
+        self.results_by_bench: dict[str, Any] = {}
+        self.verdicts: list[Verdict] = []
+        self._records: list[tuple[Record, str]] = []
+        self.loaded_specs: dict[str, Path] = {}
+
+    # -- models and samples -------------------------------------------------------------
+
+    def _make_model(self) -> Model:
+        if not self.options.model:
+            raise pytest.UsageError("benchmark tests need a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
+        made = self.config.hook.pytest_mllm_make_model(spec=self.options.model, config=self.config)
+        if made is not None:
+            return made
+        from .models.registry import make_model
+
+        hf_options = dict(self.options.hf_options)
+        if self.is_worker:
+            hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
+        return make_model(self.options.model, hf_options)
+
+    def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample]:
+        """All samples of a benchmark; two spec files may not claim the same benchmark name."""
+        earlier = self.loaded_specs.setdefault(spec.name, spec.path)
+        if earlier != spec.path:
+            raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier} and {spec.path}")
+        root = spec.resolve_data_root(self.options.data.get(spec.name) or self.options.data.get(""))
+        return load_samples(spec, root)
+
+    def record_for(self, item: SampleItem) -> Record:
+        """Answer one sample and return its record (with its collection order)."""
+        sample = item.sample
+        if isinstance(sample, BadSample):
+            record = _bad_sample_record(sample, item.spec)
+        else:
+            record = self.evaluator.evaluate([(sample, item.spec)])[0]
+        record["order"] = item.order
+        return record
+
+    # -- hooks: configuration and collection -----------------------------------------
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BenchmarkFile | None:
+        resolved = file_path.resolve()
+        if resolved in self.spec_paths or (parent.session.isinitpath(file_path) and is_spec_file(file_path)):
+            return BenchmarkFile.from_parent(parent, path=file_path)
+        return None
+
+    # -- hooks: running -----------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        report = yield
+        if isinstance(item, SampleItem) and call.when == "call" and item.record is not None:
+            record = item.record
+            record["duration_s"] = round(report.duration, 6)
+            report.mllm_record = record
+            report.mllm_spec = str(item.spec.path)
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
+        record = getattr(report, "mllm_record", None)
+        if record is None or report.when != "call":
+            return None
+        if record["status"] == "incorrect" and report.passed:
+            return "incorrect", "i", ("INCORRECT", {"yellow": True})
+        if record["status"] == "error":
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "mllm_record", None)
+        if record is not None and not self.is_worker:
+            self._records.append((record, report.mllm_spec))
+
+    # -- hooks: reporting ---------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            return
+        from .results import RunResults, results_document, write_json
+
+        gathered = RunResults()
+        for record, spec_path in self._records:
+            gathered.add(record, spec_path)
+        self.results_by_bench = results = gathered.compute()
+        self.verdicts = self._verdicts(results)
+        if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.options.json_path:
+            write_json(self.options.json_path, results_document(results, self.verdicts, self._settings()))
+        if self.options.mme_results:
+            from .mme_results import write_mme_results
+
+            write_mme_results([r for res in results.values() for r in res.records], self.options.mme_results)
+
+    def _verdicts(self, results: dict[str, Any]) -> list[Verdict]:
+        current = {name: r.metrics for name, r in results.items()}
+        verdicts = [evaluate_gate(gate, current) for gate in self.options.gates]
+        if self.options.baseline:
+            try:
+                baseline = load_baseline(self.options.baseline)
+            except GateSyntaxError as exc:
+                baseline = {}
+                verdicts.append(Verdict(Gate(str(self.options.baseline), "*", "*"), None, None, "fail", str(exc)))
+            headlines = {name: r.spec.headline for name, r in results.items()}
+            verdicts += evaluate_regressions(self.options.max_drops, current, baseline, headlines)
+        return verdicts
+
+    def _settings(self) -> dict[str, Any]:
+        model = self.evaluator._model
+        return {
+            "model": self.options.model,
+            "model_name": getattr(model, "name", None) if model is not None else None,
+            "benchmarks": [str(p) for p in self.options.benchmarks],
+            "strict": self.options.strict,
+            "gates": [g.text for g in self.options.gates],
+            "baseline": str(self.options.baseline) if self.options.baseline else None,
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or not (self.results_by_bench or self.verdicts):
+            return
+        from .terminal import benchmark_tables, category_table, gates_table, incorrect_lines, render
+
+        tables: list[Any] = []
+        for result in self.results_by_bench.values():
+            tables += [*benchmark_tables(result), category_table(result)]
+        if self.verdicts:
+            tables.append(gates_table(self.verdicts))
+        terminalreporter.section("pytest-mllm scores")
+        terminalreporter.write(render(tables, terminalreporter._tw.fullwidth, terminalreporter.hasmarkup))
+        limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
+        lines = incorrect_lines(self.results_by_bench, limit)
+        if lines:
+            terminalreporter.section("incorrect answers", sep="-")
+            for line in lines:
+                terminalreporter.write_line(line)
+        if self.options.json_path:
+            terminalreporter.write_line(f"pytest-mllm: results written to {self.options.json_path}")
+
+
+def _bad_sample_record(sample: BadSample, spec: BenchmarkSpec) -> Record:
+    """An error record for a sample that could not be read."""
+    placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
+    record = new_record(placeholder, spec, "")
+    record["error"] = sample.error
+    return record

@@ -1,0 +1,141 @@
+"""The terminal summary: rich tables of scores per benchmark, group and task, and the gates."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterable
+
+from .gates import Verdict
+from .results import BenchmarkResult
+
+def _fmt(value: Any, percent: bool = True) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{100 * value:.2f}" if percent else f"{value:.2f}"
+    return str(value)
+
+
+def _columns(result: BenchmarkResult) -> list[str]:
+    cols = ["accuracy"]
+    if any("accuracy_plus" in scope for _, _, scope in _scopes(result)):
+        cols.append("accuracy_plus")
+    if "mme_score" in result.spec.metrics:
+        cols.append("score")
+    return cols
+
+
+def _scopes(result: BenchmarkResult) -> Iterable[tuple[str, str, dict[str, Any]]]:
+    """(label, key, scope): overall, then groups, then tasks."""
+    yield "overall", "overall", result.scopes["overall"]
+    for name, scope in result.scopes["groups"].items():
+        yield f"[{name}]", name, scope
+    for name, scope in result.scopes["tasks"].items():
+        yield f"  {name}", name, scope
+
+
+def _durations(result: BenchmarkResult) -> dict[str, float]:
+    times: dict[str, float] = {}
+    for record in result.records:
+        for key in (record["task"], record.get("group"), "overall"):
+            if key:
+                times[key] = times.get(key, 0.0) + (record.get("duration_s") or 0.0)
+    return times
+
+
+_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "prec %",
+            "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
+
+
+def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], str | None]],
+           extra: dict[str, dict[str, str]]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("scope", no_wrap=True)
+    table.add_column("n", justify="right")
+    table.add_column("err", justify="right")
+    for col in cols:
+        table.add_column(_HEADERS.get(col, col), justify="right", no_wrap=True)
+    for col in extra:
+        table.add_column(col, justify="right", no_wrap=True)
+    for label, scope, key in rows:
+        cells = [_fmt(scope.get(c), percent=c != "score") for c in cols]
+        more = [values.get(key or "", "") for values in extra.values()]
+        table.add_row(Text(label), str(scope.get("count", 0)), str(scope.get("errors", 0)), *cells, *more,
+                      style="bold" if not label.startswith(" ") else None)
+    return table
+
+
+def benchmark_tables(result: BenchmarkResult) -> list[Any]:
+    """Scores per scope (overall, groups, tasks), and POPE's yes/no metrics where computed."""
+    spec = result.spec
+    title = spec.name + (f" ({spec.version})" if spec.version else "") + f" · headline: {spec.headline}"
+    rows = [(label, scope, key) for label, key, scope in _scopes(result)]
+    times = {"time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
+    tables = [_table(title, _columns(result), rows, times)]
+    pope_rows = [(label, scope, None) for label, scope, _ in rows if "precision" in scope]
+    if pope_rows:
+        tables.append(_table(f"{spec.name} · yes/no balance", ["precision", "recall", "f1", "yes_ratio"],
+                             pope_rows, {}))
+    return tables
+
+
+def category_table(result: BenchmarkResult) -> Any | None:
+    """Accuracy per category and l2-category (multiple-choice benchmarks)."""
+    from rich.table import Table
+
+    rows = [(kind, name, scope) for kind in ("l2_categories", "categories")
+            for name, scope in result.scopes.get(kind, {}).items()]
+    if not rows:
+        return None
+    table = Table(title=f"{result.spec.name} by category", title_justify="left", show_edge=False)
+    for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc%", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for kind, name, scope in rows:
+        table.add_row("l2" if kind == "l2_categories" else "category", name, str(scope.get("count", 0)),
+                      _fmt(scope.get("accuracy")))
+    return table
+
+
+def gates_table(verdicts: list[Verdict]) -> Any:
+    """Each gate with its value, limit and verdict."""
+    from rich.table import Table
+
+    table = Table(title="gates", title_justify="left", show_edge=False)
+    for col in ("gate", "value", "limit", "verdict", "note"):
+        table.add_column(col)
+    styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
+    for v in verdicts:
+        table.add_row(v.gate.text, _fmt(v.value, percent=False) if v.value is not None else "–",
+                      "–" if v.limit is None else f"{v.limit:g}", v.verdict, v.note,
+                      style=styles.get(v.verdict))
+    return table
+
+
+def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str]:
+    """Concise lines for wrong answers: id, question, expected, response, parsed."""
+    lines = []
+    wrong = [r for res in results.values() for r in res.records if r["status"] == "incorrect"]
+    for record in wrong[:limit]:
+        response = (record["response"] or "").replace("\n", " ")
+        response = response if len(response) <= 80 else response[:77] + "..."
+        lines.append(f"{record['benchmark']}::{record['id']}: Q {record['question']!r} "
+                     f"expected {record['answer']!r}, got {response!r} → {record['parsed']!r}")
+    if len(wrong) > limit:
+        lines.append(f"… and {len(wrong) - limit} more (all of them are in --mllm-json; -v lists each)")
+    return lines
+
+
+def render(renderables: Iterable[Any], width: int, color: bool) -> str:
+    """Render rich objects to a string for pytest's terminal writer."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=max(width, 60), force_terminal=color, color_system="standard" if color else None)
+    for item in renderables:
+        if item is not None:
+            console.print(item)
+            console.print()
+    return buffer.getvalue()
