@@ -103,7 +103,7 @@ class SampleItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.spec.name}::{self.name}"
+        return self.path, None, f"{self.spec.name}: {self.name}"  # not a suffix of the id: pytest would rewrite dots
 
 
 def describe_incorrect(record: dict[str, Any]) -> str:

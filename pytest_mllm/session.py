@@ -15,7 +15,7 @@ from .gates import (Gate, GateSyntaxError, Verdict, evaluate_gate, evaluate_regr
 from .loaders import load_samples
 from .runner import Evaluator, Record, new_record
 from .sample import BadSample, Model, Sample
-from .spec import BenchmarkSpec, SpecError, find_spec, is_spec_file
+from .spec import BenchmarkSpec, SpecError, find_spec, is_spec_file, load_spec
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
 
@@ -123,7 +123,9 @@ class MllmSession:
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BenchmarkFile | None:
         resolved = file_path.resolve()
-        if resolved in self.spec_paths or (parent.session.isinitpath(file_path) and is_spec_file(file_path)):
+        if resolved in self.spec_paths:  # from --mllm-bench: test ids start with the benchmark's name
+            return BenchmarkFile.from_parent(parent, path=file_path, nodeid=load_spec(resolved).name)
+        if parent.session.isinitpath(file_path) and is_spec_file(file_path):
             return BenchmarkFile.from_parent(parent, path=file_path)
         return None
 

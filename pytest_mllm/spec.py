@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from .metrics import KNOWN_METRICS
 from .parsers import PARSERS
 
-LOADERS = ("mme", "tsv", "jsonl", "shapes")
+LOADERS = ("mme", "mme_results", "tsv", "jsonl", "shapes")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 
 

@@ -22,6 +22,10 @@ def _loader(name: str) -> Loader:
         from .mme import load_mme_folder
 
         return load_mme_folder
+    if name == "mme_results":
+        from .mme import load_mme_results_folder
+
+        return load_mme_results_folder
     if name == "tsv":
         from .tsv import load_tsv
 

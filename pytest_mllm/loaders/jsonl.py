@@ -97,7 +97,7 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str) -> Sample:
         pair_group=(f"{task}::{entry['pair_group']}" if entry.get("pair_group") is not None else None),
         split=str(entry.get("split", "test")), target_region=_region(entry.get("target_region")),
         category=entry.get("category"), l2_category=entry.get("l2_category"),
-        metadata=dict(entry.get("metadata") or {}),
+        metadata={**(entry.get("metadata") or {}), "source_id": str(entry["id"])},
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..mme_results import read_mme_results
 from ..sample import BadSample, ImageRef, Sample
 from ..spec import BenchmarkSpec, SpecError
 
@@ -67,3 +68,37 @@ def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path)
             answer_type="yes_no", images=(image_ref,), pair_group=f"{task}::{image}",
         ))
     return out
+
+
+def load_mme_results_folder(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
+    """Questions and ground truth of an MME *results* folder, paired by consecutive lines
+    exactly as MME's script pairs them (so another tool's outputs can be rescored)."""
+    assert root is not None
+    try:
+        lines = read_mme_results(root)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    order = {task: i for i, task in enumerate(spec.task_order)}
+    by_task: dict[str, list] = {}
+    for line in lines:
+        by_task.setdefault(line.task, []).append(line)
+    samples: list[Sample | BadSample] = []
+    for task in sorted(by_task, key=lambda t: (order.get(t, len(order)), t)):
+        task_lines = by_task[task]
+        for position, line in enumerate(task_lines):
+            pair, member = divmod(position, 2)
+            sample_id = f"{task}::{line.image}::q{member + 1}"
+            if member == 0 and position == len(task_lines) - 1:
+                samples.append(BadSample(sample_id, spec.name, task,
+                                         f"{root / (task + '.txt')}: line {position + 1} has no pair line"))
+                continue
+            if line.answer.strip().lower() not in ("yes", "no"):
+                samples.append(BadSample(sample_id, spec.name, task, f"{root / (task + '.txt')}: line "
+                                         f"{position + 1}: ground truth {line.answer!r} is not Yes or No"))
+                continue
+            samples.append(Sample(
+                id=sample_id, benchmark=spec.name, task=task, question=line.question,
+                answer=line.answer.strip(), answer_type="yes_no",
+                images=(ImageRef("path", line.image, root=root),), pair_group=f"{task}::pair{pair}",
+            ))
+    return samples

@@ -85,7 +85,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         answer=answer, answer_type=answer_type, images=(_image(row, images_by_index, root),),
         choices=choices, split=_cell(row, "split") or "test",
         category=_cell(row, "category") or None, l2_category=_cell(row, "l2-category") or None,
-        metadata={"index": index, "hint": _cell(row, "hint")},
+        metadata={"source_id": index, "hint": _cell(row, "hint")},
     )
 
 

@@ -1,8 +1,9 @@
 """A model that answers from recorded predictions, to score another tool's outputs.
 
-Accepted recordings: JSON Lines with one {"id": sample id, "response": text} per line
-(the sample id as in the test id, with or without the benchmark prefix; "prediction"
-or "text" also accepted for the response), or a folder in MME's official results format,
+Accepted recordings: JSON Lines with one {"id": ..., "response": text} per line, the id
+being the sample id of the test id (with or without the benchmark prefix) or the id the
+benchmark file gives the sample (its `id` field or TSV `index`); "prediction" or "text"
+are accepted for the response, or a folder in MME's official results format,
 matched by (subtask, image, question).
 """
 
@@ -55,7 +56,7 @@ class ReplayModel:
 
     def answer(self, sample: Sample) -> str:
         """The recorded response for `sample`; MissingPrediction names the sample and file."""
-        for key in (sample.id, f"{sample.benchmark}::{sample.id}"):
+        for key in (sample.id, f"{sample.benchmark}::{sample.id}", sample.metadata.get("source_id")):
             if key in self._by_id:
                 return self._by_id[key]
         question_key = (sample.task, sample.image_name, sample.question)

@@ -1,0 +1,181 @@
+"""`HFModel`: any transformers image-text-to-text model, run with batched greedy decoding.
+
+Imported only when a transformers model is requested: it needs torch and transformers
+(the `hf` extra).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from transformers import AutoModelForImageTextToText, AutoProcessor
+
+from pytest_mllm.sample import Request, Response
+
+_DTYPES: dict[str, torch.dtype] = {
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "fp32": torch.float32,
+    "float32": torch.float32,
+}
+_WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+_CONFIG_PATTERNS = ("*.json", "*.jinja")  # small files that change what the model answers
+_EDGE_BYTES = 1 << 20  # how much of each end of a weights file the identity hashes
+
+
+def resolve_device(device: str) -> torch.device:
+    """"auto" is cuda when available, else cpu; anything else is passed to torch."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """"auto" is bfloat16 on CUDA and float32 elsewhere; also bf16/fp16/fp32 and long names."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    try:
+        return _DTYPES[dtype.lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}: use auto, {', '.join(_DTYPES)}") from None
+
+
+def folder_digest(folder: Path) -> str:
+    """A content hash of a model folder, cheap even for many-GB weights.
+
+    Covers the full text of its *.json/*.jinja files, and for each weights file its
+    name, size and first and last MiB.
+    """
+    digest = hashlib.sha256()
+    for pattern in _CONFIG_PATTERNS:
+        for path in sorted(folder.glob(pattern)):
+            digest.update(f"{path.name}\0".encode())
+            digest.update(path.read_bytes())
+    for pattern in _WEIGHT_PATTERNS:
+        for path in sorted(folder.glob(pattern)):
+            size = path.stat().st_size
+            digest.update(f"{path.name}\0{size}\0".encode())
+            with path.open("rb") as f:
+                digest.update(f.read(_EDGE_BYTES))
+                if size > _EDGE_BYTES:
+                    f.seek(max(_EDGE_BYTES, size - _EDGE_BYTES))
+                    digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _hub_commit(repo_id: str) -> str | None:
+    """The commit of the cached snapshot `repo_id` resolves to, if it is in the hub cache."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo_id, "config.json")
+    if not isinstance(cached, str):
+        return None
+    snapshot = Path(cached).parent
+    return snapshot.name if snapshot.parent.name == "snapshots" else None
+
+
+def _looks_like_path(source: str) -> bool:
+    """True for sources meant as local folders rather than hub repo ids."""
+    return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).exists()
+
+
+class HFModel:
+    """A transformers image-text-to-text model (local folder or hub repo id) as a `Model`."""
+
+    needs_images = True
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        name: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+        num_threads: int | None = None,
+    ) -> None:
+        self.source = source
+        self.name = name or source
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        if num_threads is not None and self.device.type == "cpu":
+            torch.set_num_threads(num_threads)
+        self._local = _looks_like_path(source)
+        location = Path(source).expanduser() if self._local else None
+        if location is not None and not location.is_dir():
+            raise FileNotFoundError(f"model folder {str(location)!r} does not exist")
+        target = str(location) if location is not None else source
+        try:
+            self.processor = AutoProcessor.from_pretrained(
+                target, trust_remote_code=trust_remote_code
+            )
+            self._check_chat_template(target)
+            self.model = AutoModelForImageTextToText.from_pretrained(
+                target, dtype=self.dtype, trust_remote_code=trust_remote_code
+            )
+        except OSError as e:
+            raise OSError(
+                f"could not load model {source!r}: {e}\n"
+                "Pass a local model folder with hf:/path/to/folder, or download it first "
+                f"(e.g. `hf download {source}`) and run with HF_HUB_OFFLINE=1."
+            ) from e
+        self.model.to(self.device).eval()
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._folder = location
+
+    def _check_chat_template(self, target: str) -> None:
+        """Refuse a processor without a chat template: prompts could not be rendered."""
+        if not getattr(self.processor, "chat_template", None):
+            raise ValueError(
+                f"the processor in {target!r} has no chat_template. Add a chat_template.jinja "
+                "(or a chat_template entry in processor_config.json) to that folder, e.g. "
+                "copy it from the base model's repository."
+            )
+
+    @cached_property
+    def identity(self) -> str:
+        """The model's name plus a content hash (local folder) or commit (hub id)."""
+        if self._folder is not None:
+            return f"{self.name}@sha256:{folder_digest(self._folder)[:16]}"
+        commit = _hub_commit(self.source)
+        return f"{self.name}@{commit}" if commit else self.source
+
+    def _prompt(self, request: Request) -> str:
+        """The request rendered with the processor's chat template, ready for generation."""
+        content: list[dict[str, Any]] = [{"type": "image"} for _ in request.images]
+        content.append({"type": "text", "text": request.prompt})
+        messages = [{"role": "user", "content": content}]
+        return self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer all requests in one left-padded, greedy `generate` call."""
+        if not requests:
+            return []
+        start = time.perf_counter()
+        texts = [self._prompt(r) for r in requests]
+        images = [list(r.images) for r in requests] if any(r.images for r in requests) else None
+        inputs = self.processor(text=texts, images=images, return_tensors="pt", padding=True)
+        inputs = inputs.to(self.device, dtype=self.dtype)
+        with torch.inference_mode():
+            output = self.model.generate(
+                **inputs,
+                do_sample=False,
+                max_new_tokens=max(r.max_new_tokens for r in requests),
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        answers = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        latency = (time.perf_counter() - start) / len(requests)
+        return [Response(text=a.strip(), latency_s=latency) for a in answers]

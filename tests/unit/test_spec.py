@@ -1,0 +1,70 @@
+"""Spec files: validation errors name the file and the field; data roots name the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_mllm.spec import SpecError, bundled_specs, find_spec, load_spec
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("body, field", [
+    ("loader: jsonl\n", "name"),
+    ("name: x\n", "loader"),
+    ("name: x\nloader: csv\n", "loader"),
+    ("name: x\nloader: jsonl\nparser: fuzzy\n", "parser"),
+    ("name: x\nloader: jsonl\nmetrics: [accuracy, bleu]\n", "metrics"),
+    ("name: x\nloader: jsonl\ngroups: {g: t}\n", "groups.g"),
+    ("name: x\nloader: jsonl\ntasks: {t: {parser: nope}}\n", "tasks.t.parser"),
+    ("name: x\nloader: jsonl\nmax_new_tokens: 0\n", "max_new_tokens"),
+    ("name: x\nloader: jsonl\nprompts: {}\n", "prompts"),
+    ("name: 'a b'\nloader: jsonl\n", "name"),
+])
+def test_malformed_spec_names_file_and_field(tmp_path: Path, body: str, field: str) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and f"field {field!r}" in str(info.value)
+
+
+def test_invalid_yaml_names_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(path)
+
+
+def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: !!python/object/apply:os.system ['echo hacked']\nloader: jsonl\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(path)
+
+
+def test_missing_data_root_says_which_option_and_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLLM_DATA_MME", raising=False)
+    spec = load_spec(find_spec("mme"))
+    with pytest.raises(SpecError, match="--mllm-data=mme=/path/to/data or set MLLM_DATA_MME"):
+        spec.resolve_data_root(None)
+    monkeypatch.setenv("MLLM_DATA_MME", str(tmp_path / "absent"))
+    with pytest.raises(SpecError, match=r"does not exist: .*absent \(from MLLM_DATA_MME\)"):
+        spec.resolve_data_root(None)
+    monkeypatch.setenv("MLLM_DATA_MME", str(tmp_path))
+    assert spec.resolve_data_root(None) == tmp_path.resolve()
+
+
+def test_bundled_specs_all_validate() -> None:
+    names = bundled_specs()
+    assert {"shapes", "mme", "mme_results", "pope", "mmbench"} <= set(names)
+    for path in names.values():
+        assert load_spec(path).path == path
+
+
+def test_unknown_benchmark_lists_the_bundled_ones() -> None:
+    with pytest.raises(SpecError, match=r"unknown benchmark 'mmmu'.*\(mmbench, mme, mme_results, pope, shapes\)"):
+        find_spec("mmmu")
