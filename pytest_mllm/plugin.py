@@ -63,6 +63,11 @@ def pytest_configure(config: pytest.Config) -> None:
     options = Options.from_config(config)
     if options.benchmarks and not options.model:
         raise pytest.UsageError("--mllm-bench needs a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
+    if options.model and not config.pluginmanager.hook.pytest_mllm_make_model.get_hookimpls():
+        from .models.registry import known_names, recognizes
+
+        if not recognizes(options.model):
+            raise pytest.UsageError(f"unknown model {options.model!r} in --mllm; known models: {', '.join(known_names())}")
     session = MllmSession(config, options)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "mllm-session")

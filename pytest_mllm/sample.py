@@ -29,15 +29,16 @@ class ImageRef:
     value: str
     root: Path | None = None
     generator: Callable[[str], "Image.Image"] | None = field(default=None, compare=False)
+    label: str | None = None  # a file-like name for images that have no file
 
     @property
     def name(self) -> str:
-        """A short human name: the file name, or the generator key."""
+        """A short human name: the label, the file name, or the generator key."""
+        if self.label:
+            return self.label
         if self.kind == "path":
             return Path(self.value).name
-        if self.kind == "generated":
-            return self.value
-        return "<base64>"
+        return self.value if self.kind == "generated" else "<base64>"
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ _MARGIN = 8  # least gap between a shape and its grid cell's (or the canvas') ed
 _HALF = SIZE // 2
 _LETTERS = "ABCD"
 _YES_NO = " Please answer yes or no."
+_SHAPE_QUESTION = "Which shape is shown in the image?"
+_COLOR_QUESTION = "What colour is the shape?"
 _PLURALS = {"circle": "circles", "square": "squares", "triangle": "triangles", "cross": "crosses"}
 _NUMBERS = ("zero", "one", "two", "three", "four")
 
@@ -156,7 +158,9 @@ def _draw_shape(canvas: ImageDraw.ImageDraw, shape: Shape) -> None:
     """Fill one shape with its colour and a dark outline, all inside its box."""
     x0, y0, x1, y1 = shape.box
     right, bottom = x1 - 1, y1 - 1  # ImageDraw boxes include their last pixel
-    style: dict[str, Any] = {"fill": COLORS[shape.color], "outline": OUTLINE, "width": _OUTLINE_WIDTH}
+    style: dict[str, Any] = {
+        "fill": COLORS[shape.color], "outline": OUTLINE, "width": _OUTLINE_WIDTH
+    }
     if shape.kind == "circle":
         canvas.ellipse((x0, y0, right, bottom), **style)
     elif shape.kind == "square":
@@ -175,7 +179,9 @@ def _draw_shape(canvas: ImageDraw.ImageDraw, shape: Shape) -> None:
         )
 
 
-def build_samples(benchmark: str = "shapes", images_per_task: int = 40, seed: int = 0) -> list[Sample]:
+def build_samples(
+    benchmark: str = "shapes", images_per_task: int = 40, seed: int = 0
+) -> list[Sample]:
     """All samples, task by task in `TASKS` order; fully determined by `seed`."""
     samples: list[Sample] = []
     for task in TASKS:
@@ -189,8 +195,8 @@ def _image_samples(benchmark: str, task: str, index: int, seed: int) -> list[Sam
     key = image_key(task, index, seed)
     shapes = scene(key)
     rng = random.Random(f"{seed}:{task}:{index}:questions")
-    image = ImageRef(kind="generated", value=key, generator=draw)
     name = f"img_{index:03d}"
+    image = ImageRef(kind="generated", value=key, generator=draw, label=f"{name}.png")
     base = {"image_key": key, "image_size": [SIZE, SIZE], "shapes": [s.as_dict() for s in shapes]}
     if task == "choice":
         return [_choice_sample(benchmark, index, shapes[0], rng, image, base)]
@@ -247,28 +253,38 @@ def _color(shapes: tuple[Shape, ...], rng: random.Random) -> tuple[_Question, _Q
 
 def _position(shapes: tuple[Shape, ...], rng: random.Random) -> tuple[_Question, _Question]:
     first, second = shapes
-    before, after = ("to the left of", "to the right of") if first.box[2] <= second.box[0] else ("above", "below")
+    horizontal = first.box[2] <= second.box[0]
+    before, after = ("to the left of", "to the right of") if horizontal else ("above", "below")
     a_first = rng.random() < 0.5
     a, b = (first, second) if a_first else (second, first)
     true, false = (before, after) if a_first else (after, before)
-    return (
-        _Question(f"Is the {a.kind} {true} the {b.kind}?", a.box, {"a": a.kind, "relation": true, "b": b.kind}),
-        _Question(f"Is the {a.kind} {false} the {b.kind}?", a.box, {"a": a.kind, "relation": false, "b": b.kind}),
-    )
+
+    def ask(relation: str) -> _Question:
+        asked = {"a": a.kind, "relation": relation, "b": b.kind}
+        return _Question(f"Is the {a.kind} {relation} the {b.kind}?", a.box, asked)
+
+    return ask(true), ask(false)
 
 
 _QUESTION_PAIRS = {"existence": _existence, "count": _count, "color": _color, "position": _position}
 
 
 def _choice_sample(
-    benchmark: str, index: int, shape: Shape, rng: random.Random, image: ImageRef, base: dict[str, Any]
+    benchmark: str,
+    index: int,
+    shape: Shape,
+    rng: random.Random,
+    image: ImageRef,
+    base: dict[str, Any],
 ) -> Sample:
     """A four-option question about the shape's kind (even index) or colour (odd index).
 
     The correct letter cycles A, B, C, D per category, so each letter is equally often right.
     """
-    category = "shape" if index % 2 == 0 else "color"
-    correct, pool = (shape.kind, KINDS) if category == "shape" else (shape.color, tuple(COLORS))
+    if index % 2 == 0:
+        category, question, correct, pool = "shape", _SHAPE_QUESTION, shape.kind, KINDS
+    else:
+        category, question, correct, pool = "color", _COLOR_QUESTION, shape.color, tuple(COLORS)
     options = rng.sample([o for o in pool if o != correct], 3)
     slot = (index // 2) % 4
     options.insert(slot, correct)
@@ -276,7 +292,7 @@ def _choice_sample(
         id=f"choice::img_{index:03d}.png",
         benchmark=benchmark,
         task="choice",
-        question="Which shape is shown in the image?" if category == "shape" else "What colour is the shape?",
+        question=question,
         answer=_LETTERS[slot],
         answer_type="choice",
         images=(image,),

@@ -48,6 +48,13 @@ def known_names() -> list[str]:
     return sorted(ALIASES) + list(BUILTIN_FORMS) + sorted(_entry_points())
 
 
+def recognizes(spec: str) -> bool:
+    """True when `spec` has a form this registry builds (without building anything)."""
+    kind, _, arg = spec.partition(":")
+    return (spec in ALIASES or spec == "tiny-llava" or (kind in ("baseline", "replay", "hf") and bool(arg))
+            or kind in _entry_points())
+
+
 def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
     """Build the model named by `spec` (conftest hooks are asked before this, by the plugin)."""
     kind, _, arg = spec.partition(":")
