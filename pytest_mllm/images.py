@@ -61,6 +61,6 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
             image.load()
             return image.convert("RGB")
     except Image.DecompressionBombError as exc:
-        raise ImageError(f"{label}: {exc}") from None
+        raise ImageError(f"{label} refused as a decompression bomb: {exc}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageError(f"cannot decode {label}: {exc}") from None

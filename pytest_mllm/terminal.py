@@ -104,8 +104,10 @@ def gates_table(verdicts: list[Verdict]) -> Any:
     from rich.table import Table
 
     table = Table(title="gates", title_justify="left", show_edge=False)
-    for col in ("gate", "value", "limit", "verdict", "note"):
-        table.add_column(col)
+    table.add_column("gate", no_wrap=True)
+    for col in ("value", "limit", "verdict"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("note", overflow="fold")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
     for v in verdicts:
         table.add_row(v.gate.text, _fmt(v.value, percent=False) if v.value is not None else "–",

@@ -107,10 +107,12 @@ class HFModel:
         self.dtype = resolve_dtype(dtype, self.device)
         if num_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(num_threads)
-        self._local = _looks_like_path(source)
-        location = Path(source).expanduser() if self._local else None
+        location = Path(source).expanduser() if _looks_like_path(source) else None
         if location is not None and not location.is_dir():
-            raise FileNotFoundError(f"model folder {str(location)!r} does not exist")
+            raise FileNotFoundError(
+                f"model folder {str(location)!r} does not exist: pass an existing local "
+                "folder as hf:/path/to/folder, or a hub repo id as hf:owner/name"
+            )
         target = str(location) if location is not None else source
         try:
             self.processor = AutoProcessor.from_pretrained(
@@ -121,11 +123,13 @@ class HFModel:
                 target, dtype=self.dtype, trust_remote_code=trust_remote_code
             )
         except OSError as e:
-            raise OSError(
-                f"could not load model {source!r}: {e}\n"
-                "Pass a local model folder with hf:/path/to/folder, or download it first "
-                f"(e.g. `hf download {source}`) and run with HF_HUB_OFFLINE=1."
-            ) from e
+            hint = (
+                "Is the folder a complete save_pretrained() output?"
+                if location is not None
+                else "Pass a local model folder with hf:/path/to/folder, or download it "
+                f"first (e.g. `hf download {source}`)."
+            )
+            raise OSError(f"could not load model {source!r}: {e}\n{hint}") from e
         self.model.to(self.device).eval()
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
