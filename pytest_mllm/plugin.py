@@ -94,14 +94,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     spec = load_spec(find_spec(str(name)))
     samples = [s for s in metafunc.config.stash[SESSION_KEY].samples_for(spec)
                if isinstance(s, Sample) and (task is None or s.task == task)]
-    metafunc.parametrize("mllm_sample", [pytest.param((s, spec)) for s in samples], ids=[s.id for s in samples])
+    metafunc.parametrize("mllm_sample", samples, ids=[s.id for s in samples], indirect=True)
 
 
 @pytest.fixture
 def mllm_sample(request: pytest.FixtureRequest) -> Any:
     """A benchmark sample (from `@pytest.mark.mllm_bench(...)`)."""
-    sample, _spec = request.param
-    return sample
+    return request.param
 
 
 @pytest.fixture
