@@ -58,6 +58,7 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         "status": "error",
         "error": None,
         "latency_s": None,
+        "model": None,
     }
 
 
@@ -106,15 +107,20 @@ class Evaluator:
 
     def evaluate(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         """Records for `items`, generated in one batch; failures are confined to their sample."""
-        records: list[Record] = []
+        records = [new_record(sample, spec, render_prompt(spec.task_settings(sample.task).prompt, sample))
+                   for sample, spec in items]
+        try:
+            model = self.model
+        except ModelLoadError as exc:
+            for record in records:
+                record["error"] = str(exc)
+            return records
         requests: list[Request] = []
         pending: list[tuple[Record, Sample]] = []
-        for sample, spec in items:
-            settings = spec.task_settings(sample.task)
-            record = new_record(sample, spec, render_prompt(settings.prompt, sample))
-            records.append(record)
+        for record, (sample, spec) in zip(records, items):
+            record["model"] = model.name
             try:
-                images = [load_image(ref, self.max_pixels) for ref in sample.images] if self.model.needs_images else []
+                images = [load_image(ref, self.max_pixels) for ref in sample.images] if model.needs_images else []
             except ImageError as exc:
                 record["error"] = f"image error: {exc}"
                 continue

@@ -192,10 +192,10 @@ class MllmSession:
         return verdicts
 
     def _settings(self) -> dict[str, Any]:
-        model = self.evaluator._model
+        names = sorted({record.get("model") for record, _ in self._records if record.get("model")})
         return {
             "model": self.options.model,
-            "model_name": getattr(model, "name", None) if model is not None else None,
+            "model_name": names[0] if len(names) == 1 else names or None,
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
             "gates": [g.text for g in self.options.gates],
