@@ -12,7 +12,7 @@ import operator
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
@@ -90,11 +90,19 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
     return flat
 
 
-def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]]) -> Verdict:
-    """Check a threshold gate against {benchmark: flat metrics}."""
+def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
+                  scopes: Mapping[str, Iterable[str]] | None = None) -> Verdict:
+    """Check a threshold gate against {benchmark: flat metrics}.
+
+    `scopes` lists each benchmark's task and group names: a gate on one that had no
+    sample in this run (deselected with -k, say) is "not run" rather than failed.
+    """
     if gate.benchmark not in metrics:
         return Verdict(gate, None, gate.threshold, "not run", f"benchmark {gate.benchmark!r} did not run")
     flat = metrics[gate.benchmark]
+    scope = gate.key.split(".")[0]
+    if gate.key not in flat and scope not in flat and scope in set((scopes or {}).get(gate.benchmark, ())):
+        return Verdict(gate, None, gate.threshold, "not run", f"no sample of {scope!r} ran")
     if gate.key not in flat:
         sample = ", ".join(sorted(flat)[:12])
         return Verdict(gate, None, gate.threshold, "fail", f"no metric {gate.key!r} (have: {sample}, …)")

@@ -40,12 +40,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="refuse images with more pixels than this (default: Pillow's limit)")
     group.addoption("--mllm-show-incorrect", type=int, default=10, metavar="N",
                     help="wrong answers listed in the summary (all with -v)")
+    group.addoption("--mllm-batch-size", type=int, default=8, metavar="N",
+                    help="samples generated together (tests stay one per sample; default 8)")
+    group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
+                    help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
+    group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
     group.addoption("--mllm-device", default="auto", help="device for transformers models (auto, cpu, cuda)")
     group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
     group.addoption("--mllm-trust-remote-code", action="store_true",
                     help="allow a transformers model to run code from its repository")
     parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
     parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
+    parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
     parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
 
 

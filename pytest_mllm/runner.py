@@ -6,10 +6,12 @@ Its `status` is "correct", "incorrect" or "error"; an error never carries a verd
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from typing import Any, Callable, Sequence
 
+from .cache import ResponseCache, cache_key
 from .images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from .parsers import get_parser, normalize_answer
 from .sample import Model, Request, Response, Sample
@@ -59,6 +61,7 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         "error": None,
         "latency_s": None,
         "model": None,
+        "cached": False,
     }
 
 
@@ -71,26 +74,26 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
     return record
 
 
-class SampleError(Exception):
-    """A sample could not be answered (bad image, model crash …); its record says why."""
-
-    def __init__(self, record: Record) -> None:
-        super().__init__(record["error"])
-        self.record = record
-
-
 class ModelLoadError(RuntimeError):
     """The model under test failed to load; every sample that needs it errors with this."""
 
 
 class Evaluator:
-    """Answers samples with one model, loaded lazily once per process."""
+    """Answers samples with one model, loaded lazily once per process and only on a cache miss."""
 
-    def __init__(self, model_factory: Callable[[], Model], max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
+    def __init__(self, model_factory: Callable[[], Model], *, model_name: str,
+                 max_pixels: int = DEFAULT_MAX_PIXELS, cache: ResponseCache | None = None,
+                 identity_factory: Callable[[], str | None] = lambda: None,
+                 settings: dict[str, Any] | None = None) -> None:
         self._model_factory = model_factory
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
+        self._identity_factory = identity_factory
+        self._identity: str | None = None
+        self.model_name = model_name
         self.max_pixels = max_pixels
+        self.cache = cache
+        self.settings = settings or {}
 
     @property
     def model(self) -> Model:
@@ -105,41 +108,87 @@ class Evaluator:
                 raise self._load_error from exc
         return self._model
 
+    @property
+    def identity(self) -> str | None:
+        """What cached answers are keyed by; None turns the cache off for this model."""
+        if self._identity is None and self.cache is not None:
+            self._identity = self._identity_factory() or ""
+        return self._identity or None
+
     def evaluate(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        """Records for `items`, generated in one batch; failures are confined to their sample."""
+        """Records for `items`: cached answers first, the rest generated in one batch.
+
+        A failure is confined to its sample: bad images error alone, and a failing batch
+        is halved until the culprit is alone (which also answers out-of-memory errors).
+        """
         records = [new_record(sample, spec, render_prompt(spec.task_settings(sample.task).prompt, sample))
                    for sample, spec in items]
+        todo: list[tuple[Record, Sample, int]] = []
+        for record, (sample, spec) in zip(records, items):
+            record["model"] = self.model_name
+            todo.append((record, sample, spec.max_new_tokens))
+        keys = self._cache_keys(todo)
+        if keys:
+            hits = self.cache.get_many(k for k in keys.values() if k)  # type: ignore[union-attr]
+            for record, sample, _ in todo:
+                text = hits.get(keys.get(id(record), ""))
+                if text is not None:
+                    score_record(record, sample, Response(text))
+                    record["cached"] = True
+            todo = [t for t in todo if not t[0]["cached"]]
+        if todo:
+            self._answer(todo, keys)
+        return records
+
+    def _cache_keys(self, todo: list[tuple[Record, Sample, int]]) -> dict[int, str]:
+        """Cache key per record (by id); an unreadable image leaves its record to error later."""
+        if self.cache is None or self.identity is None:
+            return {}
+        keys: dict[int, str] = {}
+        for record, sample, max_new_tokens in todo:
+            try:
+                keys[id(record)] = cache_key(self.identity, {**self.settings, "max_new_tokens": max_new_tokens},
+                                             record["prompt"], sample)
+            except ImageError:
+                keys[id(record)] = ""
+        return keys
+
+    def _answer(self, todo: list[tuple[Record, Sample, int]], keys: dict[int, str]) -> None:
+        """Load images, generate, score, and store new answers in the cache."""
         try:
             model = self.model
         except ModelLoadError as exc:
-            for record in records:
+            for record, _, _ in todo:
                 record["error"] = str(exc)
-            return records
+            return
         requests: list[Request] = []
         pending: list[tuple[Record, Sample]] = []
-        for record, (sample, spec) in zip(records, items):
-            record["model"] = model.name
+        for record, sample, max_new_tokens in todo:
             try:
                 images = [load_image(ref, self.max_pixels) for ref in sample.images] if model.needs_images else []
             except ImageError as exc:
                 record["error"] = f"image error: {exc}"
                 continue
-            requests.append(Request(sample, record["prompt"], images, spec.max_new_tokens))
+            requests.append(Request(sample, record["prompt"], images, max_new_tokens))
             pending.append((record, sample))
         if requests:
             self._generate_into(requests, pending)
-        return records
+        if self.cache is not None and keys:
+            fresh = {keys[id(r)]: r["response"] for r, _ in pending if r["status"] != "error" and keys.get(id(r))}
+            self.cache.put_many(fresh, self.identity or "")
 
     def _generate_into(self, requests: list[Request], pending: list[tuple[Record, Sample]]) -> None:
-        """Generate for all requests; if the batch fails, retry one by one to isolate the culprit."""
+        """Generate for all requests; a failing batch is halved and retried, down to one sample."""
         try:
             responses = self._timed_generate(requests)
         except Exception:
             if len(requests) == 1:
                 pending[0][0]["error"] = "model error: " + traceback.format_exc(limit=8)
                 return
-            for request, item in zip(requests, pending):
-                self._generate_into([request], [item])
+            _release_accelerator_memory()
+            half = len(requests) // 2
+            self._generate_into(requests[:half], pending[:half])
+            self._generate_into(requests[half:], pending[half:])
             return
         for (record, sample), response in zip(pending, responses):
             score_record(record, sample, response)
@@ -154,3 +203,10 @@ class Evaluator:
             if not response.latency_s:
                 response.latency_s = share
         return responses
+
+
+def _release_accelerator_memory() -> None:
+    """After a failed batch (often out of memory), give cached GPU memory back before retrying."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()

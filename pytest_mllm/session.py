@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,9 @@ class Options:
     strict: bool
     max_pixels: int
     show_incorrect: int
+    batch_size: int
+    cache_mode: str
+    cache_path: Path
     hf_options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -53,6 +57,10 @@ class Options:
             raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
         if baseline and not drops:
             drops = [parse_max_drop("0")]
+        batch_size = opt("mllm_batch_size")
+        if batch_size < 1:
+            raise pytest.UsageError(f"--mllm-batch-size must be at least 1, got {batch_size}")
+        cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
         data: dict[str, str] = {}
         for value in opt("mllm_data") or []:
             match = _DATA_OVERRIDE.match(value)
@@ -63,6 +71,8 @@ class Options:
             json_path=_path(opt("mllm_json")), mme_results=_path(opt("mllm_mme_results")),
             gates=gates, max_drops=drops, baseline=_path(baseline), strict=opt("mllm_strict"),
             max_pixels=opt("mllm_max_image_pixels"), show_incorrect=opt("mllm_show_incorrect"),
+            batch_size=batch_size, cache_mode=opt("mllm_cache"),
+            cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
         )
@@ -79,8 +89,15 @@ class MllmSession:
         self.config = config
         self.options = options
         self.spec_paths = {p.resolve() for p in options.benchmarks}
-        self.evaluator = Evaluator(self._make_model, options.max_pixels)
         self.is_worker = hasattr(config, "workerinput")
+        self.evaluator = Evaluator(
+            self._make_model, model_name=options.model or "", max_pixels=options.max_pixels,
+            cache=self._open_cache(), identity_factory=self._model_identity,
+            settings={"device": _resolved_device(options.hf_options["device"]),
+                      "dtype": options.hf_options["dtype"], "decoding": "greedy"},
+        )
+        self._prefetched: dict[str, Record] = {}
+        self._positions: dict[str, int] = {}
         self.results_by_bench: dict[str, Any] = {}
         self.verdicts: list[Verdict] = []
         self._records: list[tuple[Record, str]] = []
@@ -101,6 +118,23 @@ class MllmSession:
             hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
         return make_model(self.options.model, hf_options)
 
+    def _open_cache(self) -> Any:
+        if self.options.cache_mode == "off" or self.options.model is None or not self._cacheable():
+            return None
+        from .cache import ResponseCache
+
+        return ResponseCache(self.options.cache_path, read=self.options.cache_mode != "refresh")
+
+    def _cacheable(self) -> bool:
+        """Baselines and replays answer instantly: caching them would only cost disk."""
+        return not self.options.model.startswith(("baseline:", "replay:"))  # type: ignore[union-attr]
+
+    def _model_identity(self) -> str | None:
+        from .models.registry import model_identity
+
+        identity = model_identity(self.options.model or "")
+        return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
+
     def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample]:
         """All samples of a benchmark; two spec files may not claim the same benchmark name."""
         earlier = self.loaded_specs.setdefault(spec.name, spec.path)
@@ -110,14 +144,43 @@ class MllmSession:
         return load_samples(spec, root)
 
     def record_for(self, item: SampleItem) -> Record:
-        """Answer one sample and return its record (with its collection order)."""
-        sample = item.sample
-        if isinstance(sample, BadSample):
-            record = _bad_sample_record(sample, item.spec)
-        else:
-            record = self.evaluator.evaluate([(sample, item.spec)])[0]
-        record["order"] = item.order
-        return record
+        """The record of one sample, answered in a batch with the samples this process runs next."""
+        if item.nodeid in self._prefetched:
+            return self._prefetched.pop(item.nodeid)
+        if isinstance(item.sample, BadSample):
+            record = _bad_sample_record(item.sample, item.spec)
+            record["order"] = item.order
+            return record
+        batch = [item, *self._upcoming(item)]
+        records = self.evaluator.evaluate([(i.sample, i.spec) for i in batch])  # type: ignore[misc]
+        for member, record in zip(batch, records):
+            record["order"] = member.order
+            self._prefetched[member.nodeid] = record
+        return self._prefetched.pop(item.nodeid)
+
+    def _upcoming(self, item: SampleItem) -> list[SampleItem]:
+        """Up to batch size − 1 samples this process will run next, with the same generation length."""
+        want = self.options.batch_size - 1
+        if want == 0:
+            return []
+        indices = _xdist_queue(self.config)
+        items = item.session.items
+        if indices is None:  # no xdist: the rest of the collection, in order
+            start = self._positions.get(item.nodeid, len(items))
+            indices = range(start + 1, len(items))
+        upcoming: list[SampleItem] = []
+        for index in indices:
+            other = items[index]
+            if (isinstance(other, SampleItem) and isinstance(other.sample, Sample)
+                    and other.spec.max_new_tokens == item.spec.max_new_tokens
+                    and other.nodeid not in self._prefetched):
+                upcoming.append(other)
+                if len(upcoming) == want:
+                    break
+        return upcoming
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._positions = {item.nodeid: n for n, item in enumerate(session.items)}
 
     # -- hooks: configuration and collection -----------------------------------------
 
@@ -180,7 +243,8 @@ class MllmSession:
 
     def _verdicts(self, results: dict[str, Any]) -> list[Verdict]:
         current = {name: r.metrics for name, r in results.items()}
-        verdicts = [evaluate_gate(gate, current) for gate in self.options.gates]
+        scopes = {name: [*r.spec.task_order, *r.spec.groups] for name, r in results.items()}
+        verdicts = [evaluate_gate(gate, current, scopes) for gate in self.options.gates]
         if self.options.baseline:
             try:
                 baseline = load_baseline(self.options.baseline)
@@ -192,10 +256,10 @@ class MllmSession:
         return verdicts
 
     def _settings(self) -> dict[str, Any]:
-        names = sorted({record.get("model") for record, _ in self._records if record.get("model")})
         return {
             "model": self.options.model,
-            "model_name": names[0] if len(names) == 1 else names or None,
+            "batch_size": self.options.batch_size,
+            "cache": self.options.cache_mode,
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
             "gates": [g.text for g in self.options.gates],
@@ -222,6 +286,30 @@ class MllmSession:
                 terminalreporter.write_line(line)
         if self.options.json_path:
             terminalreporter.write_line(f"pytest-mllm: results written to {self.options.json_path}")
+
+
+def _xdist_queue(config: pytest.Config) -> list[int] | None:
+    """Indices of the tests an xdist worker has been handed and not yet started (None outside xdist)."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and hasattr(plugin, "nextitem_index"):
+            with queue.lock() as queued:
+                pending = [i for i in queued if isinstance(i, int)]
+            following = plugin.nextitem_index
+            return ([following] if isinstance(following, int) else []) + pending
+    return None
+
+
+def _resolved_device(device: str) -> str:
+    """"auto" as the device it will mean, without importing torch (it keys the cache)."""
+    if device != "auto":
+        return device
+    gpus = Path("/proc/driver/nvidia/gpus")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    has_gpu = gpus.is_dir() and any(gpus.iterdir()) and visible not in ("", "-1")
+    return "cuda" if has_gpu else "cpu"
 
 
 def _bad_sample_record(sample: BadSample, spec: BenchmarkSpec) -> Record:

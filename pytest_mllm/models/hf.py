@@ -6,7 +6,6 @@ Imported only when a transformers model is requested: it needs torch and transfo
 
 from __future__ import annotations
 
-import hashlib
 import time
 from functools import cached_property
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Sequence
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
+from pytest_mllm.models.identity import hf_identity, looks_like_path
 from pytest_mllm.sample import Request, Response
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -25,9 +25,6 @@ _DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
     "float32": torch.float32,
 }
-_WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
-_CONFIG_PATTERNS = ("*.json", "*.jinja")  # small files that change what the model answers
-_EDGE_BYTES = 1 << 20  # how much of each end of a weights file the identity hashes
 
 
 def resolve_device(device: str) -> torch.device:
@@ -45,45 +42,6 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
         return _DTYPES[dtype.lower()]
     except KeyError:
         raise ValueError(f"unknown dtype {dtype!r}: use auto, {', '.join(_DTYPES)}") from None
-
-
-def folder_digest(folder: Path) -> str:
-    """A content hash of a model folder, cheap even for many-GB weights.
-
-    Covers the full text of its *.json/*.jinja files, and for each weights file its
-    name, size and first and last MiB.
-    """
-    digest = hashlib.sha256()
-    for pattern in _CONFIG_PATTERNS:
-        for path in sorted(folder.glob(pattern)):
-            digest.update(f"{path.name}\0".encode())
-            digest.update(path.read_bytes())
-    for pattern in _WEIGHT_PATTERNS:
-        for path in sorted(folder.glob(pattern)):
-            size = path.stat().st_size
-            digest.update(f"{path.name}\0{size}\0".encode())
-            with path.open("rb") as f:
-                digest.update(f.read(_EDGE_BYTES))
-                if size > _EDGE_BYTES:
-                    f.seek(max(_EDGE_BYTES, size - _EDGE_BYTES))
-                    digest.update(f.read())
-    return digest.hexdigest()
-
-
-def _hub_commit(repo_id: str) -> str | None:
-    """The commit of the cached snapshot `repo_id` resolves to, if it is in the hub cache."""
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(repo_id, "config.json")
-    if not isinstance(cached, str):
-        return None
-    snapshot = Path(cached).parent
-    return snapshot.name if snapshot.parent.name == "snapshots" else None
-
-
-def _looks_like_path(source: str) -> bool:
-    """True for sources meant as local folders rather than hub repo ids."""
-    return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).exists()
 
 
 class HFModel:
@@ -107,7 +65,7 @@ class HFModel:
         self.dtype = resolve_dtype(dtype, self.device)
         if num_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(num_threads)
-        location = Path(source).expanduser() if _looks_like_path(source) else None
+        location = Path(source).expanduser() if looks_like_path(source) else None
         if location is not None and not location.is_dir():
             raise FileNotFoundError(
                 f"model folder {str(location)!r} does not exist: pass an existing local "
@@ -149,10 +107,7 @@ class HFModel:
     @cached_property
     def identity(self) -> str:
         """The model's name plus a content hash (local folder) or commit (hub id)."""
-        if self._folder is not None:
-            return f"{self.name}@sha256:{folder_digest(self._folder)[:16]}"
-        commit = _hub_commit(self.source)
-        return f"{self.name}@{commit}" if commit else self.source
+        return hf_identity(str(self._folder) if self._folder is not None else self.source, self.name)
 
     def _prompt(self, request: Request) -> str:
         """The request rendered with the processor's chat template, ready for generation."""

@@ -55,6 +55,25 @@ def recognizes(spec: str) -> bool:
             or kind in _entry_points())
 
 
+def model_identity(spec: str) -> str | None:
+    """The identity answers of a built-in model are cached under, computed without loading it.
+
+    None for models not worth caching (baselines, replay) and for forms built elsewhere.
+    """
+    from .identity import hf_identity
+
+    kind, _, arg = spec.partition(":")
+    if kind == "hf" and arg:
+        return hf_identity(arg, spec)
+    if spec == "tiny-llava":
+        from .tiny import ensure_tiny_llava
+
+        return hf_identity(str(ensure_tiny_llava()), spec)
+    if spec in ALIASES:
+        return hf_identity(ALIASES[spec], spec)
+    return None
+
+
 def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
     """Build the model named by `spec` (conftest hooks are asked before this, by the plugin)."""
     kind, _, arg = spec.partition(":")

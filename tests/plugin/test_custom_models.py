@@ -45,7 +45,7 @@ def test_model_from_conftest_hook(pytester: pytest.Pytester) -> None:
                                 "-k", "color", f"--mllm-json={out}")
     assert result.ret == pytest.ExitCode.OK
     data = json.loads(out.read_text())
-    assert data["settings"]["model_name"] == "colour-counter"
+    assert data["settings"]["model"] == "colour-counter"
     # a real (if simple) model: it reads the pixels, so it beats chance on the colour task
     assert data["benchmarks"]["shapes"]["metrics"]["color.accuracy"] > 0.6
 

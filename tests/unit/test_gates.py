@@ -31,6 +31,8 @@ def test_gate_verdicts() -> None:
     assert evaluate_gate(parse_gate("pope.f1>=0.8"), METRICS).verdict == "not run"
     missing = evaluate_gate(parse_gate("mme.precision>=0.8"), METRICS)
     assert missing.verdict == "fail" and "no metric 'precision'" in missing.note
+    deselected = evaluate_gate(parse_gate("mme.cognition>=300"), METRICS, {"mme": ["perception", "cognition"]})
+    assert deselected.verdict == "not run" and "no sample of 'cognition' ran" in deselected.note
 
 
 def test_regressions_compare_with_the_baseline() -> None:

@@ -1,0 +1,112 @@
+"""The response cache: SQLite on disk, shared by xdist workers, never pickled.
+
+A key covers everything that changes an answer: the model's identity (name plus a hash
+of its weights or its revision), the generation settings, the prompt, and the content
+hashes of the images. Each batch is written in one transaction, so a run killed with
+SIGKILL leaves only whole entries behind; a re-run picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .images import ImageError, resolve_inside
+from .sample import ImageRef, Sample
+
+SCHEMA_VERSION = 1
+
+
+class CacheWarning(UserWarning):
+    """The cache file could not be used as it was and was set aside."""
+
+
+def image_digest(ref: ImageRef) -> str:
+    """A content hash of an image without decoding it."""
+    if ref.kind == "path":
+        if ref.root is None:
+            raise ImageError(f"image {ref.value!r} has no data root")
+        path = resolve_inside(ref.root, ref.value)
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ImageError(f"image not readable: {path}: {exc}") from None
+    if ref.kind == "base64":
+        return hashlib.sha256(base64.b64decode(ref.value, validate=False)).hexdigest()
+    return "generated:" + ref.value  # the key fully determines the drawing
+
+
+def cache_key(identity: str, settings: Mapping[str, Any], prompt: str, sample: Sample) -> str:
+    """The key one answer is stored under."""
+    payload = {
+        "model": identity,
+        "settings": dict(sorted(settings.items())),
+        "prompt": prompt,
+        "images": [image_digest(ref) for ref in sample.images],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class ResponseCache:
+    """key → response text, in one SQLite file (WAL mode, safe for concurrent workers)."""
+
+    def __init__(self, path: Path, *, read: bool = True) -> None:
+        self.path = path
+        self.read = read
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            aside = path.with_name(f"{path.name}.unusable-{int(time.time())}")
+            path.replace(aside)
+            warnings.warn(CacheWarning(f"response cache {path} was unusable ({exc}); moved to {aside.name} "
+                                       "and started afresh"), stacklevel=2)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version != SCHEMA_VERSION and tables:
+            db.close()
+            raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+        db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
+                   "model TEXT NOT NULL, created REAL NOT NULL)")
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return db
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
+        """The cached responses among `keys` (nothing when reading is off)."""
+        keys = list(keys)
+        if not self.read or not keys:
+            return {}
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk))
+        return found
+
+    def put_many(self, entries: Mapping[str, str], model: str) -> None:
+        """Store responses, all in one transaction."""
+        if not entries:
+            return
+        now = time.time()
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                 [(key, text, model, now) for key, text in entries.items()])
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
