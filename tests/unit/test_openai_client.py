@@ -1,0 +1,310 @@
+"""`ChatClient` against a fault injector: a real HTTP server on 127.0.0.1 that answers as scripted."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+import pytest
+from PIL import Image
+
+from pytest_mllm import openai_client
+from pytest_mllm.openai_client import (
+    ChatClient,
+    ChatResult,
+    EndpointError,
+    EndpointUnreachable,
+    MalformedResponse,
+    image_content,
+)
+
+SECRET = "sk-test-secret-123"
+Reply = tuple[int, dict[str, str], bytes]
+
+
+def completion(text: str, finish_reason: str = "stop") -> Reply:
+    body = {"choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": text}}]}
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def status(code: int, body: str = "{}", **headers: str) -> Reply:
+    return code, {"Content-Type": "application/json", **headers}, body.encode()
+
+
+def last_text(body: dict[str, Any]) -> str:
+    """The text part of the last message of a request body."""
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
+
+
+class FaultInjector:
+    """A fault injector: a loopback HTTP server whose `respond(attempt, body, headers)` decides each reply.
+
+    It records every request (time, body, headers) and the most requests it held at once.
+    A handler may sleep for `delay(body)` seconds before answering.
+    """
+
+    def __init__(self) -> None:
+        self.respond: Callable[[int, dict[str, Any], dict[str, str]], Reply] = lambda n, body, headers: completion("ok")
+        self.delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
+        self.times: list[float] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.max_active = 0
+        self._active = 0
+        self._lock = threading.Lock()
+        injector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = dict(self.headers.items())
+                with injector._lock:
+                    attempt = len(injector.times)
+                    injector.times.append(time.monotonic())
+                    injector.bodies.append(body)
+                    injector.headers.append(headers)
+                    injector._active += 1
+                    injector.max_active = max(injector.max_active, injector._active)
+                try:
+                    time.sleep(injector.delay(body))
+                    code, reply_headers, payload = injector.respond(attempt, body, headers)
+                finally:
+                    with injector._lock:
+                        injector._active -= 1
+                self.send_response(code)
+                for name, value in reply_headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def attempts(self) -> int:
+        return len(self.times)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def injector() -> Iterator[FaultInjector]:
+    server = FaultInjector()
+    yield server
+    server.close()
+
+
+def client_for(injector: FaultInjector, **kwargs: Any) -> ChatClient:
+    options: dict[str, Any] = {"api_key": SECRET, "timeout_s": 5, "max_retries": 4, "backoff_s": 0.01, **kwargs}
+    return ChatClient(injector.url, **options)
+
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def test_a_completion_is_parsed_and_the_request_is_well_formed(injector: FaultInjector) -> None:
+    injector.respond = lambda n, body, headers: completion(" yes ", "length")
+    result = client_for(injector).chat("m1", HELLO, max_tokens=7)
+    assert result.text == " yes " and result.raw_finish_reason == "length" and result.latency_s > 0
+    assert injector.bodies == [{"model": "m1", "messages": HELLO, "temperature": 0.0, "max_tokens": 7}]
+    assert injector.headers[0]["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_no_authorization_header_without_a_key(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    ChatClient(injector.url).chat("m", HELLO)
+    assert "Authorization" not in injector.headers[0]
+
+
+def test_base_url_and_key_fall_back_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert ChatClient().base_url == "https://api.openai.com/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    client = ChatClient()
+    assert client.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert client._request(b"{}").get_header("Authorization") == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://host/v1", "http://user:pw@host/v1"])
+def test_unusable_base_urls_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="base URL") as info:
+        ChatClient(url)
+    assert "pw" not in str(info.value)
+
+
+def test_content_given_as_text_parts_is_joined(injector: FaultInjector) -> None:
+    body = {"choices": [{"message": {"content": [{"type": "text", "text": "Ye"}, {"type": "text", "text": "s"}]}}]}
+    injector.respond = lambda n, b, h: (200, {}, json.dumps(body).encode())
+    result = client_for(injector).chat("m", HELLO)
+    assert result.text == "Yes" and result.raw_finish_reason is None
+
+
+@pytest.mark.parametrize("payload, match", [
+    (b"<html>bad gateway</html>", "invalid JSON: <html>bad gateway</html>"),
+    (b'{"choices": []}', "without choices"),
+    (b'{"error": {"message": "quota"}}', "without choices"),
+    (b'{"choices": [{"message": {"role": "assistant"}}]}', "without text content"),
+    (b'{"choices": [{"message": {"content": null, "tool_calls": []}}]}', "without text content"),
+])
+def test_malformed_answers_raise_without_retry(injector: FaultInjector, payload: bytes, match: str) -> None:
+    injector.respond = lambda n, body, headers: (200, {"Content-Type": "application/json"}, payload)
+    with pytest.raises(MalformedResponse, match=match):
+        client_for(injector).chat("m", HELLO)
+    assert injector.attempts == 1
+
+
+def test_a_429_storm_that_ends_is_ridden_out_with_growing_backoff(injector: FaultInjector) -> None:
+    injector.respond = lambda n, body, headers: status(429, '{"error": "slow down"}') if n < 3 else completion("ok")
+    backoff = 0.05
+    result = client_for(injector, backoff_s=backoff).chat("m", HELLO)
+    assert result.text == "ok" and injector.attempts == 4
+    gaps = [b - a for a, b in zip(injector.times, injector.times[1:])]
+    # Attempt k waits backoff * 2**k * U(0.5, 1): each gap at least half its nominal value.
+    assert all(gap >= backoff * 2**k * 0.5 for k, gap in enumerate(gaps)), gaps
+    assert result.latency_s >= sum(gaps) * 0.9
+
+
+def test_a_429_storm_that_never_ends_fails_after_max_retries_in_bounded_time(injector: FaultInjector) -> None:
+    injector.respond = lambda n, body, headers: status(429, '{"error": "rate limited"}')
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match="HTTP 429: .*rate limited") as info:
+        client_for(injector, max_retries=3, backoff_s=0.02).chat("m", HELLO)
+    assert info.value.status == 429 and injector.attempts == 4
+    assert time.monotonic() - start < 0.02 * (1 + 2 + 4) + 2
+
+
+def test_retry_after_is_honoured_and_capped(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
+    injector.respond = lambda n, body, headers: status(429, **{"Retry-After": "1"}) if n == 0 else completion("ok")
+    client_for(injector, backoff_s=0.001).chat("m", HELLO)
+    assert injector.times[1] - injector.times[0] >= 0.95
+
+    monkeypatch.setattr(openai_client, "MAX_WAIT_S", 0.1)
+    injector.respond = lambda n, body, headers: status(503, **{"Retry-After": "3600"}) if n == 2 else completion("ok")
+    client_for(injector, backoff_s=0.001).chat("m", HELLO)
+    assert 0.05 <= injector.times[3] - injector.times[2] < 1
+
+
+@pytest.mark.parametrize("code", [500, 502, 503])
+def test_a_5xx_then_success_is_retried(injector: FaultInjector, code: int) -> None:
+    injector.respond = lambda n, body, headers: status(code, "oops") if n == 0 else completion("fine")
+    assert client_for(injector).chat("m", HELLO).text == "fine"
+    assert injector.attempts == 2
+
+
+@pytest.mark.parametrize("code", [400, 401, 404, 422])
+def test_other_4xx_are_not_retried(injector: FaultInjector, code: int) -> None:
+    injector.respond = lambda n, body, headers: status(code, '{"error": {"message": "bad model name"}}')
+    with pytest.raises(EndpointError, match=f"HTTP {code}: .*bad model name") as info:
+        client_for(injector).chat("m", HELLO)
+    assert info.value.status == code and injector.attempts == 1
+
+
+def test_a_closed_port_is_unreachable_and_named(caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with caplog.at_level(logging.INFO, logger="pytest_mllm.openai_client"):
+        with pytest.raises(EndpointUnreachable) as info:
+            ChatClient(url, SECRET, max_retries=2, backoff_s=0.01).chat("m", HELLO)
+    message = str(info.value)
+    assert f"{url}/chat/completions" in message and "--mllm-base-url" in message and "running" in message
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert len([r for r in caplog.records if "retry" in r.getMessage()]) == 2
+
+
+def test_a_timeout_is_retried_then_reported(injector: FaultInjector) -> None:
+    injector.delay = lambda body: 0.5
+    with pytest.raises(EndpointUnreachable, match="no answer within 0.1s|timed out"):
+        client_for(injector, timeout_s=0.1, max_retries=1).chat("m", HELLO)
+    assert injector.attempts == 2
+
+
+def test_the_api_key_appears_in_no_error_log_or_repr(injector: FaultInjector,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The fault injector echoes the Authorization header back, as some servers do in error bodies."""
+    replies = [
+        lambda headers: status(401, json.dumps({"error": f"bad key {headers['Authorization']}"})),
+        lambda headers: status(500, f"crash while serving {headers['Authorization']}"),
+        lambda headers: (200, {}, f"not json {headers['Authorization']}".encode()),
+        lambda headers: (200, {}, json.dumps({"echo": headers["Authorization"]}).encode()),
+    ]
+    client = client_for(injector, max_retries=1)
+    errors: list[Exception] = []
+    with caplog.at_level(logging.DEBUG):
+        for reply in replies:
+            injector.respond = lambda n, body, headers, reply=reply: reply(headers)
+            with pytest.raises(openai_client.ChatError) as info:
+                client.chat("m", HELLO)
+            errors.append(info.value)
+    texts = [str(e) for e in errors] + [repr(e) for e in errors] + [caplog.text, repr(client)]
+    assert all("***" in str(e) for e in errors)
+    assert not [t for t in texts if SECRET in t]
+    assert repr(client) == f"ChatClient(base_url={injector.url!r})"
+
+
+def test_chat_many_overlaps_requests_up_to_the_concurrency(injector: FaultInjector) -> None:
+    injector.delay = lambda body: 0.2
+    start = time.monotonic()
+    results = client_for(injector, concurrency=4).chat_many("m", [HELLO] * 8)
+    elapsed = time.monotonic() - start
+    assert all(isinstance(r, ChatResult) for r in results)
+    assert injector.max_active == 4
+    assert elapsed < 8 * 0.2 * 0.75, elapsed  # serial would take 1.6 s; 4 at a time about 0.4 s
+
+
+def test_the_concurrency_cap_holds_across_threads(injector: FaultInjector) -> None:
+    injector.delay = lambda body: 0.1
+    client = client_for(injector, concurrency=2)
+    threads = [threading.Thread(target=client.chat_many, args=("m", [HELLO] * 3)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert injector.attempts == 9 and injector.max_active == 2
+
+
+def test_chat_many_keeps_input_order_and_isolates_failures(injector: FaultInjector) -> None:
+    """Later questions are answered sooner, and question 3 is refused."""
+    injector.delay = lambda body: 0.05 * (8 - int(last_text(body)))
+    injector.respond = lambda n, body, headers: (
+        status(400, "no") if last_text(body) == "3" else completion(f"answer {last_text(body)}"))
+    conversations = [[{"role": "user", "content": str(i)}] for i in range(8)]
+    results = client_for(injector, concurrency=8).chat_many("m", conversations)
+    assert isinstance(results[3], EndpointError) and results[3].status == 400
+    assert [r.text for r in results if isinstance(r, ChatResult)] == [f"answer {i}" for i in range(8) if i != 3]
+    assert injector.attempts == 8
+
+
+def test_chat_many_of_nothing_sends_nothing(injector: FaultInjector) -> None:
+    assert client_for(injector).chat_many("m", []) == [] and injector.attempts == 0
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "L", "P", "CMYK"])
+def test_image_content_is_a_png_data_url(mode: str) -> None:
+    image = Image.new(mode, (7, 5))
+    part = image_content(image)
+    assert part["type"] == "image_url"
+    prefix, data = part["image_url"]["url"].split(",", 1)
+    assert prefix == "data:image/png;base64"
+    decoded = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert decoded.format == "PNG" and decoded.size == (7, 5)
