@@ -45,6 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
                     help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
     group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
+    group.addoption("--mllm-gpus", metavar="LIST",
+                    help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
+    group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",
+                    help="GPUs per worker, for models that span several")
     group.addoption("--mllm-device", default="auto", help="device for transformers models (auto, cpu, cuda)")
     group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
     group.addoption("--mllm-trust-remote-code", action="store_true",
@@ -74,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         if not recognizes(options.model):
             raise pytest.UsageError(f"unknown model {options.model!r} in --mllm; known models: {', '.join(known_names())}")
+    _bind_workers_to_gpus(config)
     session = MllmSession(config, options)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "mllm-session")
@@ -81,6 +86,44 @@ def pytest_configure(config: pytest.Config) -> None:
         spec_args = [str(p) for p in options.benchmarks]
         explicit = config.args_source == pytest.Config.ArgsSource.ARGS
         config.args = [*config.args, *spec_args] if explicit else spec_args
+
+
+def _gpu_groups(config: pytest.Config) -> list[str]:
+    """GPU groups for workers: from --mllm-gpus, else every visible GPU (none on a CPU machine)."""
+    from .gpus import gpu_groups, parse_gpu_list, visible_gpus
+
+    listed = config.getoption("mllm_gpus")
+    gpus = parse_gpu_list(listed) if listed else visible_gpus()
+    return gpu_groups(gpus, config.getoption("mllm_gpus_per_worker")) if gpus else []
+
+
+def _bind_workers_to_gpus(config: pytest.Config) -> None:
+    """One xdist worker per GPU group, bound through the worker spec (survives restarts)."""
+    from .gpus import GpuSpecError, worker_specs
+
+    if hasattr(config, "workerinput"):
+        return
+    try:
+        groups = _gpu_groups(config)
+        workers = len(config.getoption("tx", None) or []) if config.getoption("dist", "no") != "no" else 0
+        if groups and workers:
+            config.option.tx = worker_specs(groups, workers)
+    except GpuSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """-n auto with a model under test: one worker per GPU group (none on a CPU-only machine)."""
+    if not _active(config):
+        return None
+    from .gpus import GpuSpecError
+
+    try:
+        groups = _gpu_groups(config)
+    except GpuSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return len(groups) or None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -1,7 +1,8 @@
 """Model specs from the command line → model objects.
 
 Forms: a short alias (`llava-1.5-7b`), `hf:<repo or folder>`, `tiny-llava`,
-`baseline:random[:seed]`, `baseline:yes`, `baseline:no`, `replay:<path>`, a name
+`baseline:random[:seed]`, `baseline:yes`, `baseline:no`, `replay:<path>`,
+`openai:<model>` (an OpenAI-compatible endpoint), a name
 registered through the `pytest_mllm.models` entry point group (`name` or `name:arg`),
 or anything a conftest's `pytest_mllm_make_model` hook returns.
 """
@@ -31,7 +32,7 @@ ALIASES: dict[str, str] = {
     "gemma-3-4b": "google/gemma-3-4b-it",
 }
 BUILTIN_FORMS = ("hf:<repo or folder>", "tiny-llava", "baseline:random[:seed]", "baseline:yes",
-                 "baseline:no", "replay:<file or MME results folder>")
+                 "baseline:no", "replay:<file or MME results folder>", "openai:<model>")
 ENTRY_POINT_GROUP = "pytest_mllm.models"
 
 
@@ -51,7 +52,7 @@ def known_names() -> list[str]:
 def recognizes(spec: str) -> bool:
     """True when `spec` has a form this registry builds (without building anything)."""
     kind, _, arg = spec.partition(":")
-    return (spec in ALIASES or spec == "tiny-llava" or (kind in ("baseline", "replay", "hf") and bool(arg))
+    return (spec in ALIASES or spec == "tiny-llava" or (kind in ("baseline", "replay", "hf", "openai") and bool(arg))
             or kind in _entry_points())
 
 
@@ -94,6 +95,10 @@ def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
         from .hf import HFModel
 
         return HFModel(arg, **hf_options)
+    if kind == "openai" and arg:
+        from .openai import OpenAIModel
+
+        return OpenAIModel(arg)
     if spec == "tiny-llava":
         from .hf import HFModel
         from .tiny import ensure_tiny_llava

@@ -1,0 +1,53 @@
+"""`OpenAIModel`: a model behind an OpenAI-compatible chat-completions endpoint (`--mllm=openai:<model>`)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pytest_mllm.openai_client import ChatClient, ChatResult, Message, image_content
+from pytest_mllm.sample import Request, Response
+
+
+class OpenAIModel:
+    """Answers each request with one chat completion: a user message of its images, then its prompt.
+
+    Requests are sent concurrently (greedy: temperature 0). If any fails, `generate` raises
+    the first error once every call has finished, so the runner can isolate the culprit.
+    """
+
+    needs_images = True
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 concurrency: int = 8, timeout_s: float = 60) -> None:
+        self.model = model
+        self.name = f"openai:{model}"
+        self.client = ChatClient(base_url, api_key, timeout_s=timeout_s, concurrency=concurrency)
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model!r}, base_url={self.client.base_url!r})"
+
+    @property
+    def identity(self) -> str:
+        """What cached answers are keyed by: the model name at its endpoint."""
+        return f"{self.name}@{self.client.base_url}"
+
+    @staticmethod
+    def messages(request: Request) -> list[Message]:
+        """The chat messages sent for `request`."""
+        content = [image_content(image) for image in request.images]
+        content.append({"type": "text", "text": request.prompt})
+        return [{"role": "user", "content": content}]
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """One response per request, in order; requests with the same token limit go out together."""
+        results: list[ChatResult | Exception | None] = [None] * len(requests)
+        for max_tokens in sorted({r.max_new_tokens for r in requests}):
+            indices = [i for i, r in enumerate(requests) if r.max_new_tokens == max_tokens]
+            answers = self.client.chat_many(self.model, [self.messages(requests[i]) for i in indices],
+                                            temperature=0.0, max_tokens=max_tokens)
+            for i, answer in zip(indices, answers):
+                results[i] = answer
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return [Response(text=r.text.strip(), latency_s=r.latency_s) for r in results if isinstance(r, ChatResult)]
