@@ -28,6 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
                     help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
+    group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
     group.addoption("--mllm-mme-results", metavar="DIR",
                     help="also write yes/no answers in MME's official results format (one file per subtask)")
     group.addoption("--mllm-gate", action="append", metavar="EXPR",

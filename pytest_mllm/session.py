@@ -29,6 +29,7 @@ class Options:
     benchmarks: list[Path]
     data: dict[str, str]
     json_path: Path | None
+    html_path: Path | None
     mme_results: Path | None
     gates: list[Gate]
     max_drops: list[Gate]
@@ -68,7 +69,7 @@ class Options:
             data[name] = path
         return cls(
             model=opt("mllm"), benchmarks=benchmarks, data=data,
-            json_path=_path(opt("mllm_json")), mme_results=_path(opt("mllm_mme_results")),
+            json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")), mme_results=_path(opt("mllm_mme_results")),
             gates=gates, max_drops=drops, baseline=_path(baseline), strict=opt("mllm_strict"),
             max_pixels=opt("mllm_max_image_pixels"), show_incorrect=opt("mllm_show_incorrect"),
             batch_size=batch_size, cache_mode=opt("mllm_cache"),
@@ -155,6 +156,8 @@ class MllmSession:
         records = self.evaluator.evaluate([(i.sample, i.spec) for i in batch])  # type: ignore[misc]
         for member, record in zip(batch, records):
             record["order"] = member.order
+            if self.options.html_path and record["status"] == "incorrect":
+                record["thumbnail"] = _thumbnail(member.sample, self.options.max_pixels)  # type: ignore[arg-type]
             self._prefetched[member.nodeid] = record
         return self._prefetched.pop(item.nodeid)
 
@@ -234,8 +237,13 @@ class MllmSession:
         self.verdicts = self._verdicts(results)
         if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        document = results_document(results, self.verdicts, self._settings())
         if self.options.json_path:
-            write_json(self.options.json_path, results_document(results, self.verdicts, self._settings()))
+            write_json(self.options.json_path, document)
+        if self.options.html_path:
+            from .html_report import write_html
+
+            write_html(document, self.options.html_path)
         if self.options.mme_results:
             from .mme_results import write_mme_results
 
@@ -284,8 +292,28 @@ class MllmSession:
             terminalreporter.section("incorrect answers", sep="-")
             for line in lines:
                 terminalreporter.write_line(line)
-        if self.options.json_path:
-            terminalreporter.write_line(f"pytest-mllm: results written to {self.options.json_path}")
+        for kind, path in (("results", self.options.json_path), ("HTML report", self.options.html_path)):
+            if path:
+                terminalreporter.write_line(f"pytest-mllm: {kind} written to {path}")
+
+
+def _thumbnail(sample: Sample, max_pixels: int) -> str | None:
+    """A small JPEG data URL of the sample's first image, for the HTML report's wrong answers."""
+    import base64
+    import io
+
+    from .images import ImageError, load_image
+
+    if not sample.images:
+        return None
+    try:
+        image = load_image(sample.images[0], max_pixels)
+    except ImageError:
+        return None
+    image.thumbnail((160, 160))
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=80)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _xdist_queue(config: pytest.Config) -> list[int] | None:
