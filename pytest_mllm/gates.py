@@ -87,6 +87,13 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
         for name, scope in benchmark_metrics.get(scope_kind, {}).items():
             for metric, value in scope.items():
                 flat[f"{prefix}.{name}.{metric}"] = value
+    vrp = benchmark_metrics.get("vrp") or {}
+    for name in ("consistency", "relation_holds", "sensitivity"):
+        if vrp.get(name) is not None:
+            flat[f"vrp.{name}"] = vrp[name]
+    for kind, prefix in (("levels", "vrp.level"), ("axes", "vrp.axis")):
+        for name, scope in vrp.get(kind, {}).items():
+            flat[f"{prefix}.{name}.accuracy"] = scope["accuracy"]
     return flat
 
 

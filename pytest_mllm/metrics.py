@@ -13,7 +13,14 @@ from typing import Any, Iterable, Mapping, Sequence
 Record = Mapping[str, Any]
 Scope = dict[str, float | int]
 
-KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category")
+KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp")
+
+# VRPTEST's radar axes: the variant attribute and value each one averages over.
+VRP_AXES: dict[str, tuple[str, str]] = {
+    "Base": ("intervention", "none"), "C_Red": ("color", "red"), "C_Blue": ("color", "blue"),
+    "Pos_Upper": ("position", "upper"), "Pos_Lower": ("position", "lower"), "Arial": ("font", "arial"),
+    "TNR": ("font", "times"), "Cir": ("shape", "ellipse"), "Rect": ("shape", "box"),
+}
 
 
 def accuracy(records: Sequence[Record]) -> float:
@@ -120,6 +127,8 @@ def benchmark_metrics(
         overall["score"] = _sum_scores(parts)
 
     result: dict[str, Any] = {"overall": overall, "tasks": tasks, "groups": group_scopes}
+    if "vrp" in enabled:
+        result["vrp"] = vrp_metrics(records)
     if "category" in enabled:
         result["categories"] = _by_field(records, "category", enabled)
         result["l2_categories"] = _by_field(records, "l2_category", enabled)
@@ -142,3 +151,30 @@ def _by_field(records: Sequence[Record], field: str, enabled: Iterable[str]) -> 
         if value:
             buckets[value].append(record)
     return {value: scope_metrics(rs, set(enabled) - {"pope"}) for value, rs in buckets.items()}
+
+
+def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """VRPTEST's view: accuracy per intervention level and per radar axis, consistency with the
+    un-intervened answer of the same source, and sensitivity (best minus worst strategy)."""
+    scored = [r for r in records if r["status"] != "error" and r.get("variant")]
+    if not scored:
+        return {}
+    base_answer = {r["variant"]["source"]: r["parsed"] for r in scored if r["variant"]["intervention"] == "none"}
+    levels: dict[str, list[Record]] = defaultdict(list)
+    strategies: dict[str, list[Record]] = defaultdict(list)
+    for record in scored:
+        levels[record["variant"]["intervention"]].append(record)
+        strategies[record["variant"]["id"]].append(record)
+    axes = {axis: [r for r in scored if r["variant"].get(field) == value] for axis, (field, value) in VRP_AXES.items()}
+    compared = [r for r in scored if r["variant"]["intervention"] != "none" and r["variant"]["source"] in base_answer]
+    by_strategy = {name: accuracy(rs) for name, rs in strategies.items()}
+    return {
+        "levels": {level: {"count": len(rs), "accuracy": accuracy(rs)} for level, rs in sorted(levels.items())},
+        "axes": {axis: {"count": len(rs), "accuracy": accuracy(rs)} for axis, rs in axes.items() if rs},
+        "consistency": (sum(r["parsed"] == base_answer[r["variant"]["source"]] for r in compared) / len(compared)
+                        if compared else None),
+        "relation_holds": (sum(bool(r["correct"]) and r["parsed"] == base_answer[r["variant"]["source"]]
+                               for r in compared) / len(compared) if compared else None),
+        "strategies": by_strategy,
+        "sensitivity": max(by_strategy.values()) - min(by_strategy.values()),
+    }
