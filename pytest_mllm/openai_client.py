@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import socket
 import threading
 import time
 import urllib.error
@@ -122,6 +123,20 @@ def _message_text(content: Any) -> str | None:
     return None
 
 
+def resolve_base_url(base_url: str | None) -> str:
+    """The endpoint: the given URL, else $OPENAI_BASE_URL, else OpenAI's API."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def check_base_url(url: str) -> None:
+    """ValueError unless `url` is an http(s) URL with a host and no credentials in it."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the base URL must look like http(s)://host[:port]/v1, got {url!r}")
+    if parts.username or parts.password:
+        raise ValueError("the base URL must not hold credentials: pass the API key instead")
+
+
 class ChatClient:
     """Chat completions against one OpenAI-compatible endpoint, with retries and bounded concurrency.
 
@@ -140,12 +155,8 @@ class ChatClient:
         backoff_s: float = 1.0,
         concurrency: int = 8,
     ) -> None:
-        url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the base URL must look like http(s)://host[:port]/v1, got {url!r}")
-        if parts.username or parts.password:
-            raise ValueError("the base URL must not hold credentials: pass the API key instead")
+        url = resolve_base_url(base_url)
+        check_base_url(url)
         if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or concurrency < 1:
             raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0 and concurrency >= 1")
         self.base_url = url
@@ -163,6 +174,17 @@ class ChatClient:
     def url(self) -> str:
         """The chat-completions URL requests are posted to."""
         return f"{self.base_url}/chat/completions"
+
+    def check_reachable(self) -> None:
+        """Fail fast (EndpointUnreachable) when nothing listens at the base URL's host and port."""
+        parts = urllib.parse.urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((parts.hostname, port), timeout=min(self.timeout_s, 10)).close()
+        except OSError as exc:
+            raise EndpointUnreachable(self._scrub(
+                f"cannot reach {self.url}: {exc}. Check that the server is running and that the "
+                "base URL (--mllm-base-url / $OPENAI_BASE_URL) is right.")) from None
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
@@ -207,7 +229,7 @@ class ChatClient:
 
     def _wait_s(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter, at least what the server asked, at most MAX_WAIT_S."""
-        backoff = self.backoff_s * 2**attempt * random.uniform(0.5, 1.0)
+        backoff = self.backoff_s * 2.0**attempt * random.uniform(0.5, 1.0)
         return min(MAX_WAIT_S, max(backoff, retry_after or 0.0))
 
     def _scrub(self, text: str) -> str:

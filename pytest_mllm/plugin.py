@@ -46,6 +46,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
                     help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
     group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
+    group.addoption("--mllm-base-url", metavar="URL",
+                    help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
+    group.addoption("--mllm-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the API key (the key itself never goes on the command line)")
+    group.addoption("--mllm-concurrency", type=int, default=8, metavar="N", help="requests in flight to an endpoint")
+    group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
+                    help="retries (with backoff) on 429, 5xx and connection errors")
     group.addoption("--mllm-gpus", metavar="LIST",
                     help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
     group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",

@@ -191,7 +191,10 @@ class Evaluator:
             self._generate_into(requests[half:], pending[half:])
             return
         for (record, sample), response in zip(pending, responses):
-            score_record(record, sample, response)
+            if response.error is not None:
+                record["error"] = f"model error: {response.error}"
+            else:
+                score_record(record, sample, response)
 
     def _timed_generate(self, requests: list[Request]) -> list[Response]:
         start = time.perf_counter()

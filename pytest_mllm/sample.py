@@ -92,6 +92,7 @@ class Response:
 
     text: str
     latency_s: float = 0.0
+    error: str | None = None  # set when this one request failed; its sample errors alone
 
 
 @runtime_checkable

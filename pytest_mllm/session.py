@@ -41,6 +41,7 @@ class Options:
     cache_mode: str
     cache_path: Path
     hf_options: dict[str, Any] = field(default_factory=dict)
+    api_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the API key
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -53,6 +54,13 @@ class Options:
             drops = [parse_max_drop(d) for d in [*config.getini("mllm_max_drop"), *(opt("mllm_max_drop") or [])]]
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        if opt("mllm_base_url"):
+            from .openai_client import check_base_url
+
+            try:
+                check_base_url(opt("mllm_base_url"))
+            except ValueError as exc:
+                raise pytest.UsageError(f"--mllm-base-url: {exc}") from None
         baseline = opt("mllm_baseline") or config.getini("mllm_baseline") or None
         if drops and not baseline:
             raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
@@ -76,6 +84,9 @@ class Options:
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
+            api_options={"base_url": opt("mllm_base_url"), "api_key": os.environ.get(opt("mllm_api_key_env")),
+                         "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
+                         "max_retries": opt("mllm_max_retries")},
         )
 
 
@@ -117,7 +128,7 @@ class MllmSession:
         hf_options = dict(self.options.hf_options)
         if self.is_worker:
             hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
-        return make_model(self.options.model, hf_options)
+        return make_model(self.options.model, hf_options, self.options.api_options)
 
     def _open_cache(self) -> Any:
         if self.options.cache_mode == "off" or self.options.model is None or not self._cacheable():
@@ -133,7 +144,7 @@ class MllmSession:
     def _model_identity(self) -> str | None:
         from .models.registry import model_identity
 
-        identity = model_identity(self.options.model or "")
+        identity = model_identity(self.options.model or "", self.options.api_options.get("base_url"))
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
     def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample]:

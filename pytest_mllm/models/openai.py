@@ -11,17 +11,19 @@ from pytest_mllm.sample import Request, Response
 class OpenAIModel:
     """Answers each request with one chat completion: a user message of its images, then its prompt.
 
-    Requests are sent concurrently (greedy: temperature 0). If any fails, `generate` raises
-    the first error once every call has finished, so the runner can isolate the culprit.
+    Requests are sent concurrently (greedy: temperature 0). A request whose call failed gets
+    a Response carrying the error, so its sample errors alone and the others keep their answers.
     """
 
     needs_images = True
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 8, timeout_s: float = 60) -> None:
+                 concurrency: int = 8, timeout_s: float = 60, max_retries: int = 4) -> None:
         self.model = model
         self.name = f"openai:{model}"
-        self.client = ChatClient(base_url, api_key, timeout_s=timeout_s, concurrency=concurrency)
+        self.client = ChatClient(base_url, api_key, timeout_s=timeout_s, concurrency=concurrency,
+                                 max_retries=max_retries)
+        self.client.check_reachable()
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={self.client.base_url!r})"
@@ -29,7 +31,7 @@ class OpenAIModel:
     @property
     def identity(self) -> str:
         """What cached answers are keyed by: the model name at its endpoint."""
-        return f"{self.name}@{self.client.base_url}"
+        return f"{self.name}@{self.client.base_url}"  # as registry.model_identity derives it
 
     @staticmethod
     def messages(request: Request) -> list[Message]:
@@ -47,7 +49,5 @@ class OpenAIModel:
                                             temperature=0.0, max_tokens=max_tokens)
             for i, answer in zip(indices, answers):
                 results[i] = answer
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
-        return [Response(text=r.text.strip(), latency_s=r.latency_s) for r in results if isinstance(r, ChatResult)]
+        return [Response(text=r.text.strip(), latency_s=r.latency_s) if isinstance(r, ChatResult)
+                else Response(text="", error=f"{type(r).__name__}: {r}") for r in results]

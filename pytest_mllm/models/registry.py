@@ -56,7 +56,7 @@ def recognizes(spec: str) -> bool:
             or kind in _entry_points())
 
 
-def model_identity(spec: str) -> str | None:
+def model_identity(spec: str, base_url: str | None = None) -> str | None:
     """The identity answers of a built-in model are cached under, computed without loading it.
 
     None for models not worth caching (baselines, replay) and for forms built elsewhere.
@@ -72,10 +72,14 @@ def model_identity(spec: str) -> str | None:
         return hf_identity(str(ensure_tiny_llava()), spec)
     if spec in ALIASES:
         return hf_identity(ALIASES[spec], spec)
+    if kind == "openai" and arg:
+        from ..openai_client import resolve_base_url
+
+        return f"{spec}@{resolve_base_url(base_url)}"
     return None
 
 
-def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
+def make_model(spec: str, hf_options: dict[str, Any], api_options: dict[str, Any] | None = None) -> Model:
     """Build the model named by `spec` (conftest hooks are asked before this, by the plugin)."""
     kind, _, arg = spec.partition(":")
     if kind == "baseline":
@@ -98,7 +102,7 @@ def make_model(spec: str, hf_options: dict[str, Any]) -> Model:
     if kind == "openai" and arg:
         from .openai import OpenAIModel
 
-        return OpenAIModel(arg)
+        return OpenAIModel(arg, **(api_options or {}))
     if spec == "tiny-llava":
         from .hf import HFModel
         from .tiny import ensure_tiny_llava

@@ -24,6 +24,8 @@ from pytest_mllm.openai_client import (
     MalformedResponse,
     image_content,
 )
+from pytest_mllm.models.openai import OpenAIModel
+from pytest_mllm.sample import Request, Sample
 
 SECRET = "sk-test-secret-123"
 Reply = tuple[int, dict[str, str], bytes]
@@ -242,17 +244,17 @@ def test_a_timeout_is_retried_then_reported(injector: FaultInjector) -> None:
 def test_the_api_key_appears_in_no_error_log_or_repr(injector: FaultInjector,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     """The fault injector echoes the Authorization header back, as some servers do in error bodies."""
-    replies = [
-        lambda headers: status(401, json.dumps({"error": f"bad key {headers['Authorization']}"})),
-        lambda headers: status(500, f"crash while serving {headers['Authorization']}"),
-        lambda headers: (200, {}, f"not json {headers['Authorization']}".encode()),
-        lambda headers: (200, {}, json.dumps({"echo": headers["Authorization"]}).encode()),
+    replies: list[Callable[[int, dict[str, Any], dict[str, str]], Reply]] = [
+        lambda n, body, headers: status(401, json.dumps({"error": f"bad key {headers['Authorization']}"})),
+        lambda n, body, headers: status(500, f"crash while serving {headers['Authorization']}"),
+        lambda n, body, headers: (200, {}, f"not json {headers['Authorization']}".encode()),
+        lambda n, body, headers: (200, {}, json.dumps({"echo": headers["Authorization"]}).encode()),
     ]
     client = client_for(injector, max_retries=1)
     errors: list[Exception] = []
     with caplog.at_level(logging.DEBUG):
         for reply in replies:
-            injector.respond = lambda n, body, headers, reply=reply: reply(headers)
+            injector.respond = reply
             with pytest.raises(openai_client.ChatError) as info:
                 client.chat("m", HELLO)
             errors.append(info.value)
@@ -308,3 +310,46 @@ def test_image_content_is_a_png_data_url(mode: str) -> None:
     assert prefix == "data:image/png;base64"
     decoded = Image.open(io.BytesIO(base64.b64decode(data)))
     assert decoded.format == "PNG" and decoded.size == (7, 5)
+
+
+def _requests(*specs: tuple[str, int, int]) -> list[Request]:
+    """Requests from (prompt, number of images, max_new_tokens)."""
+    sample = Sample(id="s", benchmark="b", task="t", question="q", answer="yes")
+    return [Request(sample, prompt, [Image.new("RGB", (4, 4))] * images, tokens) for prompt, images, tokens in specs]
+
+
+def test_openai_model_sends_images_then_prompt_with_each_token_limit(injector: FaultInjector) -> None:
+    injector.respond = lambda n, body, headers: completion(f" {last_text(body)}! ")
+    model = OpenAIModel("vlm", base_url=injector.url, api_key=SECRET)
+    responses = model.generate(_requests(("a", 2, 8), ("b", 0, 3), ("c", 1, 8)))
+    assert [r.text for r in responses] == ["a!", "b!", "c!"] and all(r.latency_s > 0 for r in responses)
+    sent = {last_text(body): body for body in injector.bodies}
+    assert {k: (b["max_tokens"], b["temperature"], b["model"]) for k, b in sent.items()} == {
+        "a": (8, 0.0, "vlm"), "b": (3, 0.0, "vlm"), "c": (8, 0.0, "vlm")}
+    [message] = sent["a"]["messages"]
+    assert message["role"] == "user" and [p["type"] for p in message["content"]] == ["image_url", "image_url", "text"]
+    assert message["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert model.name == "openai:vlm" and model.identity == f"openai:vlm@{injector.url}"
+    assert SECRET not in repr(model) and model.generate([]) == []
+
+
+def test_openai_model_confines_a_failed_call_to_its_request(injector: FaultInjector) -> None:
+    injector.delay = lambda body: 0.2 if last_text(body) == "slow" else 0.0
+    injector.respond = lambda n, body, headers: (
+        status(400, "refused") if last_text(body).startswith("bad") else completion("ok"))
+    model = OpenAIModel("vlm", base_url=injector.url, api_key=SECRET)
+    responses = model.generate(_requests(("bad", 0, 8), ("slow", 0, 8), ("bad too", 0, 8), ("fine", 0, 8)))
+    assert [r.text for r in responses] == ["", "ok", "", "ok"]
+    assert [r.error is not None and "HTTP 400" in r.error for r in responses] == [True, False, True, False]
+    assert all(SECRET not in (r.error or "") for r in responses)
+    assert injector.attempts == 4  # each call once: the good ones are not asked again
+
+
+def test_openai_model_fails_fast_when_nothing_listens() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(EndpointUnreachable, match=f"127.0.0.1:{port}"):
+        OpenAIModel("vlm", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET)
+    assert time.monotonic() - start < 5

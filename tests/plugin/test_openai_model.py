@@ -1,0 +1,114 @@
+"""`--mllm=openai:<model>` for real: the tiny LLaVA served by `transformers serve` on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from PIL import Image
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
+pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
+
+from pytest_mllm.models.openai import OpenAIModel  # noqa: E402
+from pytest_mllm.models.tiny import ensure_tiny_llava  # noqa: E402
+from pytest_mllm.sample import Request, Sample  # noqa: E402
+
+SECRET = "sk-test-secret"
+START_TIMEOUT_S = 90
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running `transformers serve`: its base URL and the model id it is pinned to."""
+
+    base_url: str
+    model: str
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`transformers serve` pinned to a freshly built tiny LLaVA, on 127.0.0.1; stopped at teardown."""
+    root = tmp_path_factory.mktemp("openai-serve")
+    folder = ensure_tiny_llava(root / "tiny")
+    (root / "hub").mkdir()
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub")}
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(folder),
+               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    log_path = root / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        start = time.monotonic()
+        while not _healthy(f"http://127.0.0.1:{port}/health"):
+            if process.poll() is not None or time.monotonic() - start > START_TIMEOUT_S:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                pytest.fail(f"transformers serve did not start (exit code {process.poll()}):\n{tail}")
+            time.sleep(0.2)
+        yield Server(f"http://127.0.0.1:{port}/v1", str(folder))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_the_plugin_runs_a_benchmark_against_the_server(
+    tiny_server: Server, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", tiny_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--mllm=openai:{tiny_server.model}",
+                                           "--mllm-bench=shapes", "-k", "img_000 or img_001", f"--mllm-json={out}")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, output
+    records = json.loads(out.read_text())["records"]
+    assert len(records) == 18
+    assert all(isinstance(r["response"], str) and r["status"] != "error" for r in records), records
+    assert {r["model"] for r in records} == {f"openai:{tiny_server.model}"}
+    assert SECRET not in output
+    leaks = [p for p in pytester.path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert not leaks  # out.json, the response cache, anything else the run wrote
+
+
+def test_generate_sends_images_and_answers_in_order(tiny_server: Server) -> None:
+    model = OpenAIModel(tiny_server.model, base_url=tiny_server.base_url, api_key=SECRET, concurrency=2)
+    sample = Sample(id="s", benchmark="b", task="t", question="Is there a red circle?", answer="yes")
+    red, blue = Image.new("RGB", (40, 30), "red"), Image.new("RGB", (20, 20), "blue")
+    requests = [Request(sample, "Is there a red circle? Answer yes or no.", [red], max_new_tokens=4),
+                Request(sample, "What color is the shape?", [blue, red], max_new_tokens=8)]
+    responses = model.generate(requests)
+    assert len(responses) == 2
+    assert all(isinstance(r.text, str) and r.latency_s > 0 for r in responses)
+    alone = [model.generate([request])[0].text for request in requests]  # greedy: the same answers
+    assert [r.text for r in responses] == alone
+    assert model.identity == f"openai:{tiny_server.model}@{tiny_server.base_url}"
+    assert SECRET not in repr(model)
