@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pytest
 from _pytest.mark.structures import Mark
 
-from .sample import BadSample, Sample
+from .sample import BadSample, Sample, SkippedSample
 from .spec import BenchmarkSpec, SpecError, load_spec
 
 if TYPE_CHECKING:
@@ -42,8 +42,10 @@ class BenchmarkFile(pytest.File):
         spec = load_spec(self.path.resolve())
         samples = mllm.samples_for(spec)
         marks = _Marks(self.config, spec)
+        item_class = VrpPropertyItem if mllm.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):
-            item = SampleItem.from_parent(self, name=sample.id, sample=sample, spec=spec, order=order)
+            kind = item_class if isinstance(sample, Sample) else SampleItem
+            item = kind.from_parent(self, name=sample.id, sample=sample, spec=spec, order=order)
             item.own_markers.extend(marks.for_task(sample.task))
             yield item
 
@@ -82,16 +84,20 @@ class _Marks:
 class SampleItem(pytest.Item):
     """One benchmark sample as a test: the model answers, the parser reads, the scorer judges."""
 
-    def __init__(self, *, sample: Sample | BadSample, spec: BenchmarkSpec, order: int, **kwargs: Any) -> None:
+    def __init__(self, *, sample: Sample | BadSample | SkippedSample, spec: BenchmarkSpec, order: int,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sample = sample
         self.spec = spec
         self.order = order
-        self.record: dict[str, Any] | None = None
+        self.records: list[dict[str, Any]] = []
 
     def runtest(self) -> None:
+        if isinstance(self.sample, SkippedSample):
+            pytest.skip(self.sample.reason)  # a sample this run does not apply to: not an error
         mllm: MllmSession = self.config.stash[SESSION_KEY]
-        self.record = record = mllm.record_for(self)
+        record = mllm.record_for(self)
+        self.records = [record]
         if record["status"] == "error":
             raise SampleFailure(record["error"])
         if record["status"] == "incorrect" and mllm.options.strict:
@@ -104,6 +110,24 @@ class SampleItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.spec.name}: {self.name}"  # not a suffix of the id: pytest would rewrite dots
+
+
+class VrpPropertyItem(SampleItem):
+    """One source sample; hypothesis draws visual-prompt variants and checks the metamorphic relation."""
+
+    def runtest(self) -> None:
+        from .vrp.property import check_relation
+
+        mllm: MllmSession = self.config.stash[SESSION_KEY]
+        check_relation(self, mllm)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        from .vrp.property import RelationViolated
+
+        if isinstance(excinfo.value, RelationViolated):
+            notes = "\n".join(getattr(excinfo.value, "__notes__", []))
+            return f"{excinfo.value}\n{notes}".rstrip()
+        return super().repr_failure(excinfo)
 
 
 def describe_incorrect(record: dict[str, Any]) -> str:

@@ -164,12 +164,13 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     strategies: dict[str, list[Record]] = defaultdict(list)
     for record in scored:
         levels[record["variant"]["intervention"]].append(record)
-        strategies[record["variant"]["id"]].append(record)
+        strategies[record["variant"]["variant"]].append(record)
     axes = {axis: [r for r in scored if r["variant"].get(field) == value] for axis, (field, value) in VRP_AXES.items()}
     compared = [r for r in scored if r["variant"]["intervention"] != "none" and r["variant"]["source"] in base_answer]
     by_strategy = {name: accuracy(rs) for name, rs in strategies.items()}
     return {
-        "levels": {level: {"count": len(rs), "accuracy": accuracy(rs)} for level, rs in sorted(levels.items())},
+        "levels": {level: {"count": len(levels[level]), "accuracy": accuracy(levels[level])}
+                   for level in ("none", "partial", "full") if level in levels},
         "axes": {axis: {"count": len(rs), "accuracy": accuracy(rs)} for axis, rs in axes.items() if rs},
         "consistency": (sum(r["parsed"] == base_answer[r["variant"]["source"]] for r in compared) / len(compared)
                         if compared else None),

@@ -46,6 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
                     help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
     group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
+    group.addoption("--mllm-vrp", choices=("none", "grid", "full", "property"),
+                    help="visual-referring-prompt variants of samples with a target region: the default grid "
+                         "(VRPTEST: 4 partial + 8 full per source), the full product, or hypothesis property tests")
+    group.addoption("--mllm-vrp-examples", type=int, default=8, metavar="N",
+                    help="variants drawn per source sample in --mllm-vrp=property (each is a model call)")
+    group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
     group.addoption("--mllm-base-url", metavar="URL",
                     help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
     group.addoption("--mllm-api-key-env", default="OPENAI_API_KEY", metavar="NAME",

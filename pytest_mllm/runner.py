@@ -62,6 +62,7 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         "latency_s": None,
         "model": None,
         "cached": False,
+        "variant": sample.metadata.get("vrp"),
     }
 
 

@@ -76,6 +76,16 @@ class BadSample:
     error: str
 
 
+@dataclass(frozen=True)
+class SkippedSample:
+    """A sample that does not apply to this run (e.g. no target region in a VRP run)."""
+
+    id: str
+    benchmark: str
+    task: str
+    reason: str
+
+
 @dataclass
 class Request:
     """What a model is asked: the sample, its rendered prompt, its decoded images."""

@@ -15,7 +15,7 @@ from .gates import (Gate, GateSyntaxError, Verdict, evaluate_gate, evaluate_regr
                     parse_gate, parse_max_drop)
 from .loaders import load_samples
 from .runner import Evaluator, Record, new_record
-from .sample import BadSample, Model, Sample
+from .sample import BadSample, Model, Sample, SkippedSample
 from .spec import BenchmarkSpec, SpecError, find_spec, is_spec_file, load_spec
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -40,6 +40,9 @@ class Options:
     batch_size: int
     cache_mode: str
     cache_path: Path
+    vrp_mode: str | None
+    vrp_examples: int
+    vrp_radar: Path | None
     hf_options: dict[str, Any] = field(default_factory=dict)
     api_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the API key
 
@@ -81,6 +84,7 @@ class Options:
             gates=gates, max_drops=drops, baseline=_path(baseline), strict=opt("mllm_strict"),
             max_pixels=opt("mllm_max_image_pixels"), show_incorrect=opt("mllm_show_incorrect"),
             batch_size=batch_size, cache_mode=opt("mllm_cache"),
+            vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), vrp_radar=_path(opt("mllm_vrp_radar")),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
@@ -147,19 +151,30 @@ class MllmSession:
         identity = model_identity(self.options.model or "", self.options.api_options.get("base_url"))
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
-    def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample]:
-        """All samples of a benchmark; two spec files may not claim the same benchmark name."""
+    def variant_mode(self, spec: BenchmarkSpec) -> str:
+        """How VRP variants apply to this benchmark: --mllm-vrp, else the spec's `variants`."""
+        return self.options.vrp_mode or spec.variants
+
+    def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample | SkippedSample]:
+        """All samples of a benchmark (with their VRP variants in grid mode); two spec files may
+        not claim the same benchmark name."""
         earlier = self.loaded_specs.setdefault(spec.name, spec.path)
         if earlier != spec.path:
             raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier} and {spec.path}")
         root = spec.resolve_data_root(self.options.data.get(spec.name) or self.options.data.get(""))
-        return load_samples(spec, root)
+        samples = load_samples(spec, root)
+        mode = self.variant_mode(spec)
+        if mode == "none":
+            return list(samples)
+        from .vrp.expand import with_variants
+
+        return with_variants(samples, mode)
 
     def record_for(self, item: SampleItem) -> Record:
         """The record of one sample, answered in a batch with the samples this process runs next."""
         if item.nodeid in self._prefetched:
             return self._prefetched.pop(item.nodeid)
-        if isinstance(item.sample, BadSample):
+        if not isinstance(item.sample, Sample):
             record = _bad_sample_record(item.sample, item.spec)
             record["order"] = item.order
             return record
@@ -211,17 +226,18 @@ class MllmSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         report = yield
-        if isinstance(item, SampleItem) and call.when == "call" and item.record is not None:
-            record = item.record
-            record["duration_s"] = round(report.duration, 6)
-            report.mllm_record = record
+        if isinstance(item, SampleItem) and call.when == "call" and item.records:
+            for record in item.records:
+                record["duration_s"] = round(report.duration / len(item.records), 6)
+            report.mllm_records = item.records
             report.mllm_spec = str(item.spec.path)
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
-        record = getattr(report, "mllm_record", None)
-        if record is None or report.when != "call":
+        records = getattr(report, "mllm_records", None)
+        if not records or len(records) != 1 or report.when != "call":
             return None
+        record = records[0]
         if record["status"] == "incorrect" and report.passed:
             return "incorrect", "i", ("INCORRECT", {"yellow": True})
         if record["status"] == "error":
@@ -229,9 +245,9 @@ class MllmSession:
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "mllm_record", None)
-        if record is not None and not self.is_worker:
-            self._records.append((record, report.mllm_spec))
+        if not self.is_worker:
+            for record in getattr(report, "mllm_records", None) or []:
+                self._records.append((record, report.mllm_spec))
 
     # -- hooks: reporting ---------------------------------------------------------------
 
@@ -255,6 +271,10 @@ class MllmSession:
             from .html_report import write_html
 
             write_html(document, self.options.html_path)
+        if self.options.vrp_radar:
+            from .vrp.radar import write_radar
+
+            write_radar({name: r.scopes.get("vrp") or {} for name, r in results.items()}, self.options.vrp_radar)
         if self.options.mme_results:
             from .mme_results import write_mme_results
 
@@ -288,11 +308,11 @@ class MllmSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or not (self.results_by_bench or self.verdicts):
             return
-        from .terminal import benchmark_tables, category_table, gates_table, incorrect_lines, render
+        from .terminal import benchmark_tables, category_table, gates_table, incorrect_lines, render, vrp_table
 
         tables: list[Any] = []
         for result in self.results_by_bench.values():
-            tables += [*benchmark_tables(result), category_table(result)]
+            tables += [*benchmark_tables(result), category_table(result), vrp_table(result)]
         if self.verdicts:
             tables.append(gates_table(self.verdicts))
         terminalreporter.section("pytest-mllm scores")
@@ -351,9 +371,9 @@ def _resolved_device(device: str) -> str:
     return "cuda" if has_gpu else "cpu"
 
 
-def _bad_sample_record(sample: BadSample, spec: BenchmarkSpec) -> Record:
+def _bad_sample_record(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
     """An error record for a sample that could not be read."""
     placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
     record = new_record(placeholder, spec, "")
-    record["error"] = sample.error
+    record["error"] = sample.error if isinstance(sample, BadSample) else sample.reason
     return record

@@ -150,11 +150,11 @@ def draw(key: str) -> Image.Image:
     image = Image.new("RGB", (SIZE, SIZE), BACKGROUND)
     canvas = ImageDraw.Draw(image)  # ImageDraw does not antialias
     for shape in scene(key):
-        _draw_shape(canvas, shape)
+        draw_shape(canvas, shape)
     return image
 
 
-def _draw_shape(canvas: ImageDraw.ImageDraw, shape: Shape) -> None:
+def draw_shape(canvas: ImageDraw.ImageDraw, shape: Shape) -> None:
     """Fill one shape with its colour and a dark outline, all inside its box."""
     x0, y0, x1, y1 = shape.box
     right, bottom = x1 - 1, y1 - 1  # ImageDraw boxes include their last pixel

@@ -13,7 +13,9 @@ from typing import Any, Mapping
 from .metrics import KNOWN_METRICS
 from .parsers import PARSERS
 
-LOADERS = ("mme", "mme_results", "tsv", "jsonl", "shapes")
+LOADERS = ("mme", "mme_results", "tsv", "jsonl", "shapes", "vrp_shapes")
+GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
+VARIANT_MODES = ("none", "grid", "full", "property")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 
 
@@ -48,6 +50,7 @@ class BenchmarkSpec:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tasks: Mapping[str, TaskSettings] = field(default_factory=dict)
     loader_options: Mapping[str, Any] = field(default_factory=dict)
+    variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
 
     @property
     def env_var(self) -> str:
@@ -78,7 +81,7 @@ class BenchmarkSpec:
 
         Returns None for loaders that need no data (the bundled generated benchmarks).
         """
-        if self.loader == "shapes":
+        if self.loader in GENERATED_LOADERS:
             return None
         source, raw = "--mllm-data", override
         if raw is None and os.environ.get(self.env_var):
@@ -149,7 +152,7 @@ def load_spec(path: Path) -> BenchmarkSpec:
 
 _TOP_FIELDS = {
     "name", "loader", "version", "description", "data", "parser", "prompt", "max_new_tokens",
-    "metrics", "headline", "groups", "tasks", "loader_options",
+    "metrics", "headline", "groups", "tasks", "loader_options", "variants",
 }
 
 
@@ -212,6 +215,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
     if clash:
         raise fail("groups", f"group name {sorted(clash)[0]!r} is also a task name")
 
+    variants = _choice(raw.get("variants", "none"), VARIANT_MODES, "variants", fail)
     options = raw.get("loader_options") or {}
     if not isinstance(options, dict):
         raise fail("loader_options", "must be a mapping")
@@ -231,6 +235,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         groups=groups,
         tasks=tasks,
         loader_options=options,
+        variants=variants,
     )
 
 

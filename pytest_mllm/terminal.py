@@ -99,6 +99,25 @@ def category_table(result: BenchmarkResult) -> Any | None:
     return table
 
 
+def vrp_table(result: BenchmarkResult) -> Any | None:
+    """VRPTEST's view: accuracy per intervention level and radar axis, consistency, sensitivity."""
+    from rich.table import Table
+
+    vrp = result.scopes.get("vrp")
+    if not vrp:
+        return None
+    table = Table(title=f"{result.spec.name} · visual referring prompts", title_justify="left", show_edge=False)
+    for col, justify in (("kind", "left"), ("name", "left"), ("n", "right"), ("acc %", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for level, scope in vrp["levels"].items():
+        table.add_row("level", level, str(scope["count"]), _fmt(scope["accuracy"]))
+    for axis, scope in vrp["axes"].items():
+        table.add_row("axis", axis, str(scope["count"]), _fmt(scope["accuracy"]))
+    for name in ("consistency", "relation_holds", "sensitivity"):
+        table.add_row("relation", name.replace("_", " "), "", _fmt(vrp.get(name)), style="bold")
+    return table
+
+
 def gates_table(verdicts: list[Verdict]) -> Any:
     """Each gate with its value, limit and verdict."""
     from rich.table import Table

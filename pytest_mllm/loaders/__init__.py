@@ -38,6 +38,10 @@ def _loader(name: str) -> Loader:
         from ..shapes import build_samples
 
         return lambda spec, root: list(build_samples(spec.name, **spec.loader_options))
+    if name == "vrp_shapes":
+        from ..vrp.scenes import build_vrp_samples
+
+        return lambda spec, root: list(build_vrp_samples(spec.name, **spec.loader_options))
     raise SpecError(f"{name!r} is not a known loader")
 
 

@@ -77,7 +77,7 @@ def test_all_errors_leave_no_accuracy() -> None:
 def vrp_rec(source: str, variant_id: str, intervention: str, parsed: str, answer: str = "yes",
             **options: str) -> dict[str, Any]:
     record = rec("vrp", None, answer, parsed)
-    record["variant"] = {"source": source, "id": variant_id, "intervention": intervention, **options}
+    record["variant"] = {"source": source, "variant": variant_id, "intervention": intervention, **options}
     return record
 
 

@@ -1,0 +1,28 @@
+"""VRPTEST's relaxed accuracy for code answers: a response counts when BLEU-4 ≥ 0.8.
+
+BLEU is sacrebleu's sentence BLEU (4-gram, "13a" tokenisation, exponential smoothing,
+effective order), scaled to 0–1. A response wrapped in one markdown code fence is
+compared without the fence.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+def code_bleu4(response: str, reference: str) -> float:
+    """Sentence BLEU-4 of `response` against `reference`, in 0–1."""
+    try:
+        from sacrebleu import BLEU
+    except ImportError:
+        raise ImportError("relaxed code matching needs sacrebleu: pip install sacrebleu") from None
+    fenced = _FENCE.match(response)
+    hypothesis = fenced.group(1) if fenced else response
+    return BLEU(effective_order=True).sentence_score(hypothesis.strip(), [reference.strip()]).score / 100
+
+
+def relaxed_code_match(response: str, reference: str, threshold: float = 0.8) -> bool:
+    """Whether `response` matches the reference code under the paper's BLEU-4 ≥ `threshold` rule."""
+    return code_bleu4(response, reference) >= threshold
