@@ -79,7 +79,7 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
         flat[metric] = value
     for scope_kind in ("tasks", "groups"):
         for name, scope in benchmark_metrics.get(scope_kind, {}).items():
-            if headline in scope:
+            if headline in scope and name not in flat:  # a task named like an overall metric ("count")
                 flat[name] = scope[headline]
             for metric, value in scope.items():
                 flat[f"{name}.{metric}"] = value
@@ -87,6 +87,10 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
         for name, scope in benchmark_metrics.get(scope_kind, {}).items():
             for metric, value in scope.items():
                 flat[f"{prefix}.{name}.{metric}"] = value
+    judge = benchmark_metrics.get("judge") or {}
+    for name in ("word_accuracy", "cee_accuracy", "agreement", "judge_error_rate"):
+        if judge.get(name) is not None:
+            flat[f"judge.{name}"] = judge[name]
     vrp = benchmark_metrics.get("vrp") or {}
     for name in ("consistency", "relation_holds", "sensitivity"):
         if vrp.get(name) is not None:

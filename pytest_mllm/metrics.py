@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 Record = Mapping[str, Any]
 Scope = dict[str, float | int]
 
-KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp")
+KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge")
 
 # VRPTEST's radar axes: the variant attribute and value each one averages over.
 VRP_AXES: dict[str, tuple[str, str]] = {
@@ -129,6 +129,8 @@ def benchmark_metrics(
     result: dict[str, Any] = {"overall": overall, "tasks": tasks, "groups": group_scopes}
     if "vrp" in enabled:
         result["vrp"] = vrp_metrics(records)
+    if "judge" in enabled or any(r.get("answer_type") == "open" for r in records):
+        result["judge"] = judge_metrics(records)
     if "category" in enabled:
         result["categories"] = _by_field(records, "category", enabled)
         result["l2_categories"] = _by_field(records, "l2_category", enabled)
@@ -179,3 +181,50 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "strategies": by_strategy,
         "sensitivity": max(by_strategy.values()) - min(by_strategy.values()),
     }
+
+
+def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Open-ended answers: word matching and the judge ensemble (CEE) side by side, their
+    agreement, the vote splits, abstentions, judge errors, and agreement with human labels."""
+    from .judge import agreement, cohen_kappa
+
+    answered = [r for r in records if r.get("answer_type") == "open" and r.get("word_match") is not None]
+    if not answered:
+        return {}
+    judged = [r for r in answered if (r.get("judge") or {}).get("status") == "judged"]
+    errors = [r for r in answered if (r.get("judge") or {}).get("status") == "judge-error"]
+    out: dict[str, Any] = {
+        "scoring": "cee" if judged or errors else "word_match",
+        "answered": len(answered),
+        "word_accuracy": sum(r["word_match"] for r in answered) / len(answered),
+        "judge_errors": len(errors),
+        "judge_error_rate": len(errors) / len(answered),
+    }
+    if judged:
+        cee = [bool(r["judge"]["correct"]) for r in judged]
+        words = [bool(r["word_match"]) for r in judged]
+        out.update(
+            cee_accuracy=sum(cee) / len(cee), agreement=agreement(cee, words),
+            splits=dict(sorted(_count(r["judge"]["split"] for r in judged).items())),
+            abstentions=sum(v["verdict"] is None for r in judged for v in r["judge"]["votes"]),
+        )
+    labelled = [r for r in answered if r.get("human_label") is not None]
+    if labelled:
+        human = [bool(r["human_label"]) for r in labelled]
+        out["human"] = {"word_match": {"count": len(labelled),
+                                       "agreement": agreement([bool(r["word_match"]) for r in labelled], human),
+                                       "kappa": cohen_kappa([bool(r["word_match"]) for r in labelled], human)}}
+        both = [r for r in labelled if r in judged]
+        if both:
+            cee_h = [bool(r["judge"]["correct"]) for r in both]
+            human_h = [bool(r["human_label"]) for r in both]
+            out["human"]["cee"] = {"count": len(both), "agreement": agreement(cee_h, human_h),
+                                   "kappa": cohen_kappa(cee_h, human_h)}
+    return out
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for value in values:
+        counts[value] += 1
+    return dict(counts)

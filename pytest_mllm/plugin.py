@@ -60,6 +60,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
                     help="retries (with backoff) on 429, 5xx and connection errors")
+    group.addoption("--mllm-judge", metavar="MODEL",
+                    help="judge LLM for open-ended answers (CEE: five prompts, majority vote), e.g. openai:gpt-4o-mini; "
+                         "without it open answers are scored by word matching")
+    group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-judge-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the judge's API key")
+    group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
+                    help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
+    group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
+                    help="judge sampling temperature (the paper's code used 0.5)")
     group.addoption("--mllm-gpus", metavar="LIST",
                     help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
     group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",

@@ -63,16 +63,34 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         "model": None,
         "cached": False,
         "variant": sample.metadata.get("vrp"),
+        "human_label": sample.metadata.get("human_label"),
+        "word_match": None,
+        "judge": None,
     }
 
 
 def score_record(record: Record, sample: Sample, response: Response) -> Record:
-    """Parse the response and set the verdict."""
+    """Parse the response and set the verdict (open answers: word matching until a judge rules)."""
     parsed = get_parser(record["parser"])(response.text, sample)
-    correct = parsed == record["answer"]
+    if sample.answer_type == "open":
+        from .judge import word_match
+
+        try:
+            correct = word_match(response.text, references(sample))
+        except ValueError as exc:
+            record.update(response=response.text, error=f"bad reference answer: {exc}")
+            return record
+        record["word_match"] = correct
+    else:
+        correct = parsed == record["answer"]
     record.update(response=response.text, parsed=parsed, correct=correct,
                   status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
     return record
+
+
+def references(sample: Sample) -> list[str]:
+    """Every accepted answer of an open-ended sample."""
+    return list(sample.metadata.get("references") or [sample.answer])
 
 
 class ModelLoadError(RuntimeError):
@@ -85,7 +103,8 @@ class Evaluator:
     def __init__(self, model_factory: Callable[[], Model], *, model_name: str,
                  max_pixels: int = DEFAULT_MAX_PIXELS, cache: ResponseCache | None = None,
                  identity_factory: Callable[[], str | None] = lambda: None,
-                 settings: dict[str, Any] | None = None) -> None:
+                 settings: dict[str, Any] | None = None,
+                 judge_factory: Callable[[], Any] | None = None) -> None:
         self._model_factory = model_factory
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
@@ -95,6 +114,8 @@ class Evaluator:
         self.max_pixels = max_pixels
         self.cache = cache
         self.settings = settings or {}
+        self._judge_factory = judge_factory
+        self._judge: Any = None
 
     @property
     def model(self) -> Model:
@@ -139,7 +160,26 @@ class Evaluator:
             todo = [t for t in todo if not t[0]["cached"]]
         if todo:
             self._answer(todo, keys)
+        if self._judge_factory is not None:
+            self._judge_open([(r, s) for r, (s, _) in zip(records, items)
+                              if s.answer_type == "open" and r.get("word_match") is not None])
         return records
+
+    def _judge_open(self, pairs: list[tuple[Record, Sample]]) -> None:
+        """CEE verdicts for open answers; a judge failure turns the sample into an error, never a score."""
+        if not pairs:
+            return
+        from .judge import JudgeItem
+
+        if self._judge is None:
+            self._judge = self._judge_factory()  # type: ignore[misc]
+        items = [JudgeItem(sample.question, references(sample), record["response"]) for record, sample in pairs]
+        for (record, _), outcome in zip(pairs, self._judge.judge_many(items)):
+            record["judge"] = outcome.as_record()
+            if outcome.status == "judge-error":
+                record.update(status="error", correct=None, error=f"judge error: {outcome.error}")
+            else:
+                record.update(correct=outcome.correct, status="correct" if outcome.correct else "incorrect")
 
     def _cache_keys(self, todo: list[tuple[Record, Sample, int]]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""

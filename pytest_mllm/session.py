@@ -45,6 +45,7 @@ class Options:
     vrp_radar: Path | None
     hf_options: dict[str, Any] = field(default_factory=dict)
     api_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the API key
+    judge_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the judge's API key
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -57,13 +58,14 @@ class Options:
             drops = [parse_max_drop(d) for d in [*config.getini("mllm_max_drop"), *(opt("mllm_max_drop") or [])]]
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
-        if opt("mllm_base_url"):
-            from .openai_client import check_base_url
+        for url_option in ("mllm_base_url", "mllm_judge_base_url"):
+            if opt(url_option):
+                from .openai_client import check_base_url
 
-            try:
-                check_base_url(opt("mllm_base_url"))
-            except ValueError as exc:
-                raise pytest.UsageError(f"--mllm-base-url: {exc}") from None
+                try:
+                    check_base_url(opt(url_option))
+                except ValueError as exc:
+                    raise pytest.UsageError(f"--{url_option.replace('_', '-')}: {exc}") from None
         baseline = opt("mllm_baseline") or config.getini("mllm_baseline") or None
         if drops and not baseline:
             raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
@@ -91,6 +93,11 @@ class Options:
             api_options={"base_url": opt("mllm_base_url"), "api_key": os.environ.get(opt("mllm_api_key_env")),
                          "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
                          "max_retries": opt("mllm_max_retries")},
+            judge_options={"model": opt("mllm_judge"), "base_url": opt("mllm_judge_base_url"),
+                           "api_key": os.environ.get(opt("mllm_judge_api_key_env")),
+                           "mode": opt("mllm_judge_mode"), "temperature": opt("mllm_judge_temperature"),
+                           "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
+                           "max_retries": opt("mllm_max_retries")},
         )
 
 
@@ -111,6 +118,7 @@ class MllmSession:
             cache=self._open_cache(), identity_factory=self._model_identity,
             settings={"device": _resolved_device(options.hf_options["device"]),
                       "dtype": options.hf_options["dtype"], "decoding": "greedy"},
+            judge_factory=self._make_judge if options.judge_options.get("model") else None,
         )
         self._prefetched: dict[str, Record] = {}
         self._positions: dict[str, int] = {}
@@ -135,7 +143,8 @@ class MllmSession:
         return make_model(self.options.model, hf_options, self.options.api_options)
 
     def _open_cache(self) -> Any:
-        if self.options.cache_mode == "off" or self.options.model is None or not self._cacheable():
+        wanted = self._cacheable() or bool(self.options.judge_options.get("model"))
+        if self.options.cache_mode == "off" or self.options.model is None or not wanted:
             return None
         from .cache import ResponseCache
 
@@ -154,6 +163,18 @@ class MllmSession:
     def variant_mode(self, spec: BenchmarkSpec) -> str:
         """How VRP variants apply to this benchmark: --mllm-vrp, else the spec's `variants`."""
         return self.options.vrp_mode or spec.variants
+
+    def _make_judge(self) -> Any:
+        """The CEE judge over the shared OpenAI-compatible client; its replies share the response cache."""
+        from .judge import Judge
+        from .openai_client import ChatClient
+
+        o = self.options.judge_options
+        client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
+                            concurrency=o["concurrency"])
+        model = o["model"].removeprefix("openai:")
+        cache = self.evaluator.cache if self.options.cache_mode != "off" else None
+        return Judge(client, model, temperature=o["temperature"], mode=o["mode"], cache=cache)
 
     def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample | SkippedSample]:
         """All samples of a benchmark (with their VRP variants in grid mode); two spec files may
@@ -299,6 +320,8 @@ class MllmSession:
             "model": self.options.model,
             "batch_size": self.options.batch_size,
             "cache": self.options.cache_mode,
+            "judge": self.options.judge_options.get("model"),
+            "judge_mode": self.options.judge_options.get("mode"),
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
             "gates": [g.text for g in self.options.gates],
@@ -308,11 +331,12 @@ class MllmSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or not (self.results_by_bench or self.verdicts):
             return
-        from .terminal import benchmark_tables, category_table, gates_table, incorrect_lines, render, vrp_table
+        from .terminal import (benchmark_tables, category_table, gates_table, incorrect_lines, judge_table, render,
+                               vrp_table)
 
         tables: list[Any] = []
         for result in self.results_by_bench.values():
-            tables += [*benchmark_tables(result), category_table(result), vrp_table(result)]
+            tables += [*benchmark_tables(result), category_table(result), vrp_table(result), judge_table(result)]
         if self.verdicts:
             tables.append(gates_table(self.verdicts))
         terminalreporter.section("pytest-mllm scores")

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from .metrics import KNOWN_METRICS
 from .parsers import PARSERS
 
-LOADERS = ("mme", "mme_results", "tsv", "jsonl", "shapes", "vrp_shapes")
+LOADERS = ("mme", "mme_results", "tsv", "jsonl", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")

@@ -118,6 +118,32 @@ def vrp_table(result: BenchmarkResult) -> Any | None:
     return table
 
 
+def judge_table(result: BenchmarkResult) -> Any | None:
+    """Open answers: word matching and CEE side by side, agreement, vote splits, human agreement."""
+    from rich.table import Table
+
+    judge = result.scopes.get("judge")
+    if not judge:
+        return None
+    how = "CEE judge + word matching" if judge["scoring"] == "cee" else "word matching (no --mllm-judge)"
+    title = f"{result.spec.name} · open answers: {how}"
+    table = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = [("answered", str(judge["answered"])), ("word-matching acc %", _fmt(judge["word_accuracy"]))]
+    if "cee_accuracy" in judge:
+        rows += [("CEE acc %", _fmt(judge["cee_accuracy"])), ("CEE vs word agreement %", _fmt(judge["agreement"])),
+                 ("vote splits", ", ".join(f"{k}: {v}" for k, v in judge["splits"].items())),
+                 ("abstaining votes", str(judge["abstentions"]))]
+    rows.append(("judge errors", f"{judge['judge_errors']} ({_fmt(judge['judge_error_rate'])} %)"))
+    for method, scores in (judge.get("human") or {}).items():
+        rows.append((f"{method} vs human (n={scores['count']})",
+                     f"{_fmt(scores['agreement'])} % · κ {scores['kappa']:.3f}"))
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
 def gates_table(verdicts: list[Verdict]) -> Any:
     """Each gate with its value, limit and verdict."""
     from rich.table import Table

@@ -34,6 +34,10 @@ def _loader(name: str) -> Loader:
         from .jsonl import load_jsonl
 
         return load_jsonl
+    if name == "vqa":
+        from .vqa import load_vqa
+
+        return load_vqa
     if name == "shapes":
         from ..shapes import build_samples
 

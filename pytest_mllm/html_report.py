@@ -1,0 +1,371 @@
+"""The `--mllm-html` report: one self-contained HTML page a person opens.
+
+Everything is inline (CSS, SVG charts drawn by matplotlib, one small filtering script allowed by
+the page's Content-Security-Policy by its hash), so the page needs no network. Every value from
+the document is escaped by Jinja2's autoescaping.
+
+Each section is built by one function that returns None when the document has no data for it:
+to add a section, write such a function (and its template) and list it in REPORT_SECTIONS.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import importlib.util
+import io
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import jinja2
+from markupsafe import Markup
+
+from . import __version__
+
+TEMPLATES = Path(__file__).with_name("templates")
+RATE_METRICS = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio")
+SCORE_COLUMNS = ("accuracy", "accuracy_plus", "score", "precision", "recall", "f1", "yes_ratio")
+HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "precision %",
+           "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
+CHARTS_MISSING = "Charts need matplotlib: pip install 'pytest-mllm[html]'."
+_THUMBNAIL = re.compile(r"data:image/(?:jpeg|png);base64,[A-Za-z0-9+/]+={0,2}")
+_SETTING_LABELS = {"model": "model", "batch_size": "batch size", "cache": "response cache", "strict": "strict",
+                   "gates": "gates", "baseline": "baseline"}
+
+Document = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One titled part of a page; `body` is HTML whose values are already escaped."""
+
+    id: str
+    title: str
+    body: Markup
+
+
+@dataclass(frozen=True)
+class Card:
+    """A headline number at the top of a page."""
+
+    label: str
+    value: str
+    note: str = ""
+    tone: str = ""  # "", "good" or "bad"
+
+
+Builder = Callable[[Document], "Section | None"]
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def is_rate(key: str, value: Any, headline: str) -> bool:
+    """Whether a flat metric is a 0–1 rate (shown in %): by its last part, else as the headline metric."""
+    last = key.rsplit(".", 1)[-1]
+    if last in RATE_METRICS:
+        return True
+    if last == "score" or (last in ("count", "errors") and isinstance(value, int)):
+        return False
+    return headline in RATE_METRICS
+
+
+def format_value(value: Any, rate: bool) -> str:
+    """Counts as integers, rates in percent, other numbers with two decimals, missing as a dash."""
+    if value is None or isinstance(value, bool):
+        return "–" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{100 * value:.2f}" if rate else f"{value:.2f}"
+    return str(value)
+
+
+def format_delta(delta: float | None, rate: bool) -> str:
+    """A signed change; rates in percentage points."""
+    if delta is None:
+        return ""
+    if isinstance(delta, int):
+        return f"{delta:+d}"
+    return f"{100 * delta:+.2f}" if rate else f"{delta:+.2f}"
+
+
+def safe_thumbnail(value: Any) -> str | None:
+    """The value if it is a base64 JPEG or PNG data URL, else None (never a link to elsewhere)."""
+    return value if isinstance(value, str) and _THUMBNAIL.fullmatch(value) else None
+
+
+def format_created(value: Any) -> str:
+    """An ISO timestamp as `YYYY-MM-DD HH:MM:SS UTC`, anything else as given."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    zone = moment.tzname() or ""
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if zone in ("UTC", "UTC+00:00") else f" {zone}").rstrip()
+
+
+# -- charts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Series:
+    """One set of bars: a name for the legend and a value per label (None: no bar)."""
+
+    name: str
+    values: Sequence[float | None]
+
+
+def charts_available() -> bool:
+    """Whether matplotlib (the `html` extra) is installed; a broken install fails loudly when charts are drawn."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def bar_chart(labels: Sequence[str], series: Sequence[Series], *, axis_label: str, axis_max: float | None = None,
+              bar_groups: Sequence[str | None] | None = None) -> Markup:
+    """Horizontal bars as inline SVG: one row per label, one bar per series.
+
+    With a single series, `bar_groups` colours each bar by its group (with a legend of groups).
+    Text is drawn as SVG text (escaped by matplotlib), never parsed as mathtext.
+    """
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    rows, n = len(labels), len(series)
+    height = 0.8 / n
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "pytest-mllm", "text.parse_math": False,
+                                "font.size": 9, "font.family": "sans-serif", "axes.spines.top": False,
+                                "axes.spines.right": False}):
+        figure = Figure(figsize=(7.2, 0.9 + rows * (0.16 + 0.2 * n)), layout="constrained")
+        axes = figure.add_subplot()
+        handles: list[Any] = []
+        names: list[str] = []
+        group_names = list(dict.fromkeys(g for g in bar_groups or () if g)) if n == 1 else []
+        for index, one in enumerate(series):
+            values = [math.nan if v is None else v for v in one.values]
+            positions = [row + (index - (n - 1) / 2) * height for row in range(rows)]
+            if group_names:
+                colors = [PALETTE[group_names.index(g) % len(PALETTE)] if g else "#999999" for g in bar_groups or ()]
+            else:
+                colors = [PALETTE[index % len(PALETTE)]] * rows
+            bars = axes.barh(positions, values, height=height * 0.9, color=colors)
+            axes.bar_label(bars, labels=["" if v is None else f"{v:.1f}" for v in one.values], padding=2,
+                           fontsize=7, color="#333333")
+            handles.append(bars)
+            names.append(one.name)
+        if group_names:
+            handles = [Patch(color=PALETTE[i % len(PALETTE)]) for i in range(len(group_names))]
+            names = group_names
+        axes.set_yticks(range(rows), labels=list(labels))
+        axes.invert_yaxis()
+        axes.set_xlim(0, axis_max or max([v for s in series for v in s.values if v is not None] + [1]) * 1.12)
+        axes.set_xlabel(axis_label)
+        axes.grid(axis="x", color="#dddddd", linewidth=0.6)
+        axes.set_axisbelow(True)
+        if len(names) > 1:
+            axes.legend(handles, names, loc="lower right", fontsize=8, frameon=True)
+        buffer = io.StringIO()
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None,
+                                                       "Type": None})
+    svg = buffer.getvalue()
+    return Markup(svg[svg.index("<svg"):])
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment of the report templates (autoescaping everything)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(value=format_value, delta=format_delta)
+    env.globals.update(headers=HEADERS, rate_metrics=RATE_METRICS)
+    return env
+
+
+def render(template: str, **context: Any) -> Markup:
+    """One template rendered with `context`, as markup to place in a page."""
+    return Markup(environment().get_template(template).render(**context))
+
+
+def render_page(title: str, subtitle: str, cards: Sequence[Card], sections: Sequence[Section]) -> str:
+    """A whole page around `sections`; its policy allows only inline styles, data images and our script."""
+    script = (TEMPLATES / "filter.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return environment().get_template("page.html.j2").render(
+        title=title, subtitle=subtitle, cards=cards, sections=sections, version=__version__,
+        css=Markup((TEMPLATES / "report.css").read_text(encoding="utf-8")),
+        script=Markup(script), script_hash=f"sha256-{digest}")
+
+
+def write_page(html: str, path: Path) -> None:
+    """Write atomically, so an interrupted write never leaves half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+
+
+# -- the run report's sections --------------------------------------------------------------
+
+
+def _run_section(document: Document) -> Section:
+    """The run's settings: model, benchmarks and versions, plugin, Python, date, other settings."""
+    settings = dict(document.get("settings") or {})
+    rows = [("model", settings.pop("model", None))]
+    rows += [("pytest-mllm", document.get("pytest_mllm")), ("Python", document.get("python")),
+             ("date", format_created(document["created"]) if document.get("created") else None)]
+    settings.pop("benchmarks", None)  # listed with their versions below
+    for key, value in settings.items():
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value))
+        elif isinstance(value, Mapping):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        rows.append((_SETTING_LABELS.get(key, key.replace("_", " ")), value))
+    rows = [(label, str(value)) for label, value in rows if value not in (None, "")]
+    benchmarks = [{"name": name, "version": b.get("version"), "headline": b.get("headline"), "spec": b.get("spec")}
+                  for name, b in (document.get("benchmarks") or {}).items()]
+    return Section("run", "Run", render("run.html.j2", rows=rows, benchmarks=benchmarks))
+
+
+def _gates_section(document: Document) -> Section | None:
+    """Each gate with its value, limit and coloured verdict."""
+    gates = document.get("gates") or []
+    return Section("gates", "Gates", render("gates.html.j2", gates=gates)) if gates else None
+
+
+def _scores_section(document: Document) -> Section | None:
+    """Per benchmark: scores per scope (overall, groups, tasks), categories, and charts."""
+    benchmarks = document.get("benchmarks") or {}
+    if not benchmarks:
+        return None
+    charts = charts_available()
+    blocks = []
+    for name, bench in benchmarks.items():
+        group_of = {r.get("task"): r.get("group") for r in document.get("records") or ()
+                    if r.get("benchmark") == name}
+        scopes = bench.get("scopes") or {}
+        rows = [("overall", "overall", scopes.get("overall") or {})]
+        rows += [("group", group, scope) for group, scope in (scopes.get("groups") or {}).items()]
+        rows += [("task", task, scope) for task, scope in (scopes.get("tasks") or {}).items()]
+        categories = [(level, label, scope) for key, level in (("l2_categories", "l2"), ("categories", "category"))
+                      for label, scope in (scopes.get(key) or {}).items()]
+        columns = [c for c in SCORE_COLUMNS if any(c in scope for _, _, scope in rows)]
+        blocks.append({
+            "name": name, "version": bench.get("version"), "headline": bench.get("headline"),
+            "rows": rows, "columns": columns, "categories": categories,
+            "charts": _benchmark_charts(scopes, group_of) if charts else [],
+        })
+    note = "" if charts else CHARTS_MISSING
+    return Section("scores", "Scores", render("scores.html.j2", benchmarks=blocks, note=note))
+
+
+def _benchmark_charts(scopes: Mapping[str, Any], group_of: Mapping[str, str | None]) -> list[tuple[str, Markup]]:
+    """(caption, svg): per-task score or accuracy bars, and accuracy per category, where 2+ bars."""
+    charts = []
+    tasks = scopes.get("tasks") or {}
+    if len(tasks) >= 2:
+        names = list(tasks)
+        if all("score" in scope for scope in tasks.values()):
+            series = [Series("score", [tasks[t]["score"] for t in names])]
+            svg = bar_chart(names, series, axis_label="score (0–200)", axis_max=200,
+                            bar_groups=[group_of.get(t) for t in names])
+            charts.append(("Score per subtask", svg))
+        else:
+            series = [Series("accuracy %", [_percent(tasks[t].get("accuracy")) for t in names])]
+            if any("accuracy_plus" in scope for scope in tasks.values()):
+                series.append(Series("accuracy+ %", [_percent(tasks[t].get("accuracy_plus")) for t in names]))
+            charts.append(("Accuracy per task", bar_chart(names, series, axis_label="%", axis_max=100)))
+    categories = scopes.get("categories") or {}
+    if len(categories) >= 2:
+        names = list(categories)
+        series = [Series("accuracy %", [_percent(categories[c].get("accuracy")) for c in names])]
+        charts.append(("Accuracy per category", bar_chart(names, series, axis_label="%", axis_max=100)))
+    return charts
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+def sample_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a record a sample card shows, with only a safe thumbnail."""
+    question = record.get("question")
+    prompt = record.get("prompt")
+    return {
+        "benchmark": record.get("benchmark"), "task": record.get("task"), "id": record.get("id"),
+        "filter_key": f"{record.get('benchmark')}::{record.get('task')}",
+        "question": question, "prompt": prompt if prompt and prompt != question else None,
+        "answer": record.get("answer"), "response": record.get("response"), "parsed": record.get("parsed"),
+        "status": record.get("status"), "error": record.get("error"),
+        "thumbnail": safe_thumbnail(record.get("thumbnail")),
+    }
+
+
+def task_options(views: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, int]]:
+    """(value, label, count) of the task filter, in order of first appearance."""
+    counts: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for view in views:
+        counts[view["filter_key"]] = counts.get(view["filter_key"], 0) + 1
+        labels[view["filter_key"]] = f"{view['benchmark']} · {view['task']}"
+    return [(key, labels[key], count) for key, count in counts.items()]
+
+
+def _incorrect_section(document: Document) -> Section | None:
+    """Wrong answers with thumbnail, question, expected, response and parsed answer, filterable by task."""
+    views = [sample_view(r) for r in document.get("records") or () if r.get("status") == "incorrect"]
+    if not views:
+        return None
+    body = render("samples.html.j2", samples=views, filters=[("task", "task", task_options(views))])
+    return Section("incorrect", f"Incorrect answers ({len(views)})", body)
+
+
+def _errors_section(document: Document) -> Section | None:
+    """Samples that could not be answered or read, with the error."""
+    views = [sample_view(r) for r in document.get("records") or () if r.get("status") == "error"]
+    if not views:
+        return None
+    return Section("errors", f"Errors ({len(views)})", render("errors.html.j2", samples=views))
+
+
+REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, _incorrect_section,
+                                        _errors_section)
+
+
+def _cards(document: Document) -> list[Card]:
+    """The headline score of each benchmark, and the gates' outcome."""
+    records = document.get("records") or ()
+    cards = []
+    for name, bench in (document.get("benchmarks") or {}).items():
+        headline = bench.get("headline") or "accuracy"
+        value = (bench.get("metrics") or {}).get(headline)
+        wrong = sum(1 for r in records if r.get("benchmark") == name and r.get("status") == "incorrect")
+        errors = sum(1 for r in records if r.get("benchmark") == name and r.get("status") == "error")
+        note = f"{headline} · {wrong} incorrect" + (f" · {errors} errors" if errors else "")
+        rate = is_rate(headline, value, headline)
+        unit = " %" if rate and value is not None else ""
+        cards.append(Card(name, format_value(value, rate) + unit, note, "bad" if errors else ""))
+    gates = document.get("gates") or []
+    if gates:
+        failed = sum(1 for g in gates if g.get("verdict") == "fail")
+        cards.append(Card("gates", f"{len(gates) - failed}/{len(gates)} pass",
+                          f"{failed} failed" if failed else "all pass", "bad" if failed else "good"))
+    return cards
+
+
+def write_html(document: dict[str, Any], path: Path) -> None:
+    """Write the report of one run (a `--mllm-json` document) to `path`."""
+    model = (document.get("settings") or {}).get("model") or "no model"
+    names = ", ".join(document.get("benchmarks") or {}) or "no benchmark"
+    sections = [s for s in (build(document) for build in REPORT_SECTIONS) if s is not None]
+    html = render_page(f"pytest-mllm · {model}", names, _cards(document), sections)
+    write_page(html, Path(path))

@@ -1,0 +1,22 @@
+"""Grading open-ended answers: Tiny LVLM-eHub's ChatGPT Ensemble Evaluation and word matching.
+
+    judge = Judge(ChatClient(base_url), "gpt-4o-mini")
+    outcomes = judge.judge_many([JudgeItem(question, references, answer), ...])
+    outcome.status            # "judged" or "judge-error" (never a score)
+    outcome.correct, outcome.split, outcome.votes
+
+`word_match` is the cheap baseline; `agreement` and `cohen_kappa` compare either with
+human labels.
+"""
+
+from .agreement import agreement, cohen_kappa
+from .ensemble import QUORUM, ChatManyClient, Judge, JudgeOutcome, ReplyCache, Vote, cache_key, decide
+from .prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Prompt, render_messages
+from .verdicts import MODES, Mode, parse_verdict, read_verdict
+from .word_match import normalize, word_match
+
+__all__ = [
+    "MODES", "PROMPTS", "PROMPTS_BY_ID", "QUORUM", "ChatManyClient", "Judge", "JudgeItem", "JudgeOutcome", "Mode",
+    "Prompt", "ReplyCache", "Vote", "agreement", "cache_key", "cohen_kappa", "decide", "normalize",
+    "parse_verdict", "read_verdict", "render_messages", "word_match",
+]
