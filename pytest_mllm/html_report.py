@@ -337,7 +337,39 @@ def _errors_section(document: Document) -> Section | None:
     return Section("errors", f"Errors ({len(views)})", render("errors.html.j2", samples=views))
 
 
-REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, _incorrect_section,
+def _vrp_section(document: Document) -> Section | None:
+    """Visual referring prompts: accuracy per level and radar axis, the relation, and the radar chart."""
+    found = {name: b["scopes"]["vrp"] for name, b in (document.get("benchmarks") or {}).items()
+             if (b.get("scopes") or {}).get("vrp")}
+    if not found:
+        return None
+    radar = None
+    if charts_available():
+        from .vrp.radar import radar_svg
+
+        radar = Markup(radar_svg(found))
+    return Section("vrp", "Visual referring prompts (VRPTEST)", render("vrp.html.j2", benchmarks=found, radar=radar))
+
+
+def _judge_section(document: Document) -> Section | None:
+    """Open answers: word matching vs the judge ensemble, vote splits, judge errors, human agreement."""
+    found = {name: b["scopes"]["judge"] for name, b in (document.get("benchmarks") or {}).items()
+             if (b.get("scopes") or {}).get("judge")}
+    if not found:
+        return None
+    charts = []
+    if charts_available():
+        for name, judge in found.items():
+            splits = judge.get("splits") or {}
+            if splits:
+                charts.append((f"{name}: judge vote splits", bar_chart(
+                    list(splits), [Series("samples", [float(v) for v in splits.values()])], axis_label="samples")))
+    return Section("judge", "Open answers: judge ensemble and word matching",
+                   render("judge.html.j2", benchmarks=found, charts=charts))
+
+
+REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, _vrp_section, _judge_section,
+                                        _incorrect_section,
                                         _errors_section)
 
 

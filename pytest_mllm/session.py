@@ -321,7 +321,7 @@ class MllmSession:
             "batch_size": self.options.batch_size,
             "cache": self.options.cache_mode,
             "judge": self.options.judge_options.get("model"),
-            "judge_mode": self.options.judge_options.get("mode"),
+            "judge_mode": self.options.judge_options.get("mode") if self.options.judge_options.get("model") else None,
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
             "gates": [g.text for g in self.options.gates],

@@ -9,16 +9,13 @@ from typing import Any, Mapping
 from ..metrics import VRP_AXES
 
 
-def write_radar(vrp_by_benchmark: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
-    """One polygon per benchmark over the paper's nine axes; PNG or SVG by the file's suffix."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def radar_figure(vrp_by_benchmark: Mapping[str, Mapping[str, Any]]) -> Any:
+    """One polygon per benchmark over the paper's nine axes, as a matplotlib Figure (no pyplot state)."""
+    from matplotlib.figure import Figure
 
     axes_names = list(VRP_AXES)
     angles = [2 * math.pi * i / len(axes_names) for i in range(len(axes_names))]
-    figure = plt.figure(figsize=(5.5, 5.5))
+    figure = Figure(figsize=(5.5, 5.5))
     ax = figure.add_subplot(polar=True)
     for name, vrp in vrp_by_benchmark.items():
         axes = vrp.get("axes", {})
@@ -30,7 +27,25 @@ def write_radar(vrp_by_benchmark: Mapping[str, Mapping[str, Any]], path: Path) -
     ax.set_ylim(0, 100)
     ax.set_title("accuracy % per visual-referring-prompt option")
     ax.legend(loc="lower right", fontsize="small")
+    return figure
+
+
+def write_radar(vrp_by_benchmark: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
+    """The radar chart as a file: PNG or SVG by the file's suffix."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, bbox_inches="tight", metadata={"Date": None} if path.suffix == ".svg" else None)
-    plt.close(figure)
+    radar_figure(vrp_by_benchmark).savefig(path, bbox_inches="tight",
+                                           metadata={"Date": None} if path.suffix == ".svg" else None)
     return path
+
+
+def radar_svg(vrp_by_benchmark: Mapping[str, Mapping[str, Any]]) -> str:
+    """The radar chart as inline SVG markup (text as SVG text, escaped by matplotlib)."""
+    import io
+
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "pytest-mllm", "text.parse_math": False}):
+        radar_figure(vrp_by_benchmark).savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]

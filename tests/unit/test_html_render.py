@@ -217,3 +217,20 @@ def test_a_file_that_is_not_a_results_document_is_named(tmp_path: Path, content:
     with pytest.raises(CompareError, match=re.escape(str(path))) as info:
         load_results(path)
     assert problem in str(info.value) and "not a pytest-mllm results file" in str(info.value)
+
+
+def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
+    from pytest_mllm import html_report
+
+    plain = {"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}
+    assert html_report._vrp_section(plain) is None and html_report._judge_section(plain) is None
+    vrp = {"levels": {"none": {"count": 2, "accuracy": 0.5}}, "axes": {"C_Red": {"count": 2, "accuracy": 1.0}},
+           "consistency": 0.5, "relation_holds": 0.25, "sensitivity": 0.5, "strategies": {}}
+    judge = {"scoring": "cee", "answered": 3, "word_accuracy": 1 / 3, "judge_errors": 1, "judge_error_rate": 1 / 3,
+             "cee_accuracy": 0.5, "agreement": 0.5, "splits": {"4-1": 1, "5-0": 1}, "abstentions": 0,
+             "human": {"cee": {"count": 2, "agreement": 1.0, "kappa": 1.0}}}
+    doc = {"benchmarks": {"v": {"scopes": {"vrp": vrp, "judge": judge}}}}
+    vrp_body = str(html_report._vrp_section(doc).body)  # type: ignore[union-attr]
+    assert "C_Red" in vrp_body and "sensitivity" in vrp_body and "<svg" in vrp_body
+    judge_body = str(html_report._judge_section(doc).body)  # type: ignore[union-attr]
+    assert "CEE accuracy" in judge_body and "vote splits" in judge_body and "κ" in judge_body
