@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,16 @@ def resolve_inside(root: Path, relative: str) -> Path:
     if not candidate.is_relative_to(root):
         raise ImageError(f"image path {relative!r} escapes the data root {root}; keep image paths inside it")
     return candidate
+
+
+def check_relative(relative: str) -> None:
+    """A cheap, lexical check for load time: no absolute path and no `..` out of the root.
+
+    `resolve_inside` repeats the check with symlinks resolved when the image is read.
+    """
+    normal = posixpath.normpath(relative.replace("\\", "/"))
+    if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+        raise ImageError(f"image path {relative!r} escapes the data root; keep image paths inside it")
 
 
 def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Image":

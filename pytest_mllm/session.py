@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -213,7 +215,7 @@ class MllmSession:
         want = self.options.batch_size - 1
         if want == 0:
             return []
-        indices = _xdist_queue(self.config)
+        indices = _xdist_queue(self.config, want)
         items = item.session.items
         if indices is None:  # no xdist: the rest of the collection, in order
             start = self._positions.get(item.nodeid, len(items))
@@ -250,13 +252,13 @@ class MllmSession:
         if isinstance(item, SampleItem) and call.when == "call" and item.records:
             for record in item.records:
                 record["duration_s"] = round(report.duration / len(item.records), 6)
-            report.mllm_records = item.records
+            report.mllm_records = json.dumps(item.records)  # one string crosses xdist far faster than nested dicts
             report.mllm_spec = str(item.spec.path)
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
-        records = getattr(report, "mllm_records", None)
-        if not records or len(records) != 1 or report.when != "call":
+        records = _records_of(report)
+        if len(records) != 1 or report.when != "call":
             return None
         record = records[0]
         if record["status"] == "incorrect" and report.passed:
@@ -267,7 +269,7 @@ class MllmSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.is_worker:
-            for record in getattr(report, "mllm_records", None) or []:
+            for record in _records_of(report):
                 self._records.append((record, report.mllm_spec))
 
     # -- hooks: reporting ---------------------------------------------------------------
@@ -371,7 +373,15 @@ def _thumbnail(sample: Sample, max_pixels: int) -> str | None:
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _xdist_queue(config: pytest.Config) -> list[int] | None:
+def _records_of(report: pytest.TestReport) -> list[Record]:
+    """The records a sample test's report carries (decoded once, then kept decoded)."""
+    raw = getattr(report, "mllm_records", None)
+    if isinstance(raw, str):
+        raw = report.mllm_records = json.loads(raw)
+    return raw or []
+
+
+def _xdist_queue(config: pytest.Config, limit: int) -> list[int] | None:
     """Indices of the tests an xdist worker has been handed and not yet started (None outside xdist)."""
     if not hasattr(config, "workerinput"):
         return None
@@ -379,7 +389,7 @@ def _xdist_queue(config: pytest.Config) -> list[int] | None:
         queue = getattr(plugin, "torun", None)
         if queue is not None and hasattr(plugin, "nextitem_index"):
             with queue.lock() as queued:
-                pending = [i for i in queued if isinstance(i, int)]
+                pending = [i for i in itertools.islice(queued, limit) if isinstance(i, int)]
             following = plugin.nextitem_index
             return ([following] if isinstance(following, int) else []) + pending
     return None
