@@ -99,12 +99,18 @@ def exact(response: str, sample: Sample | None = None) -> str:
     return " ".join(response.lower().split()).rstrip(".")
 
 
+def code(response: str, sample: Sample | None = None) -> str:
+    """The response as code, unchanged but for surrounding blank lines (scored by BLEU-4 ≥ 0.8)."""
+    return response.strip("\n")
+
+
 PARSERS: dict[str, Parser] = {
     "mme": mme_official,
     "yes_no_lenient": yes_no_lenient,
     "pope": pope,
     "choice": multiple_choice,
     "exact": exact,
+    "code_bleu4": code,
 }
 
 
@@ -114,6 +120,8 @@ def normalize_answer(answer: str, parser_name: str) -> str:
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)
+    if parser_name == "code_bleu4":
+        return answer
     return answer.strip().lower()
 
 

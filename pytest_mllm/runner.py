@@ -72,7 +72,11 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
 def score_record(record: Record, sample: Sample, response: Response) -> Record:
     """Parse the response and set the verdict (open answers: word matching until a judge rules)."""
     parsed = get_parser(record["parser"])(response.text, sample)
-    if sample.answer_type == "open":
+    if record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
+        from .vrp.code_match import relaxed_code_match
+
+        correct = relaxed_code_match(response.text, sample.answer)
+    elif sample.answer_type == "open":
         from .judge import word_match
 
         try:

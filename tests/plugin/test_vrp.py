@@ -81,3 +81,21 @@ def test_user_samples_with_regions_get_variants(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("-p", "no:cacheprovider", str(spec), "--mllm=baseline:yes", "-v")
     result.stdout.fnmatch_lines(["*mine::q1::none PASSED*", "*mine::q1::partial-red-box PASSED*",
                                  "*13 passed*"])
+
+
+def test_relaxed_code_accuracy_is_a_scoring_option(pytester: pytest.Pytester) -> None:
+    data_dir = pytester.path / "data"
+    data_dir.mkdir()
+    (data_dir / "red.png").write_bytes((FIXTURES / "jsonl" / "images" / "red.png").read_bytes())
+    code = "for i in range(10):\n    total = total + values[i] * weights[i]\nprint(total)"
+    rows = [{"id": "near", "image": "red.png", "question": "Code?", "answer": code, "answer_type": "open"},
+            {"id": "far", "image": "red.png", "question": "Code?", "answer": "while True:\n    pass",
+             "answer_type": "open"}]
+    (data_dir / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (pytester.path / "preds.jsonl").write_text(
+        json.dumps({"id": "near", "response": code.replace("print(total)", "print( total )")}) + "\n"
+        + json.dumps({"id": "far", "response": code}) + "\n")
+    spec = pytester.path / "code.yaml"
+    spec.write_text(f"name: code\nloader: jsonl\nparser: code_bleu4\ndata: {{root: {data_dir}, file: b.jsonl}}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", str(spec), f"--mllm=replay:{pytester.path / 'preds.jsonl'}", "-v")
+    result.stdout.fnmatch_lines(["*code::near PASSED*", "*code::far INCORRECT*"])
