@@ -68,6 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="environment variable holding the judge's API key")
     group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
                     help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
+    group.addoption("--mllm-judge-max-tokens", type=int, default=512, metavar="N",
+                    help="longest judge reply (analysis plus verdict)")
     group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
                     help="judge sampling temperature (the paper's code used 0.5)")
     group.addoption("--mllm-gpus", metavar="LIST",

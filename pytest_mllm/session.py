@@ -98,6 +98,7 @@ class Options:
             judge_options={"model": opt("mllm_judge"), "base_url": opt("mllm_judge_base_url"),
                            "api_key": os.environ.get(opt("mllm_judge_api_key_env")),
                            "mode": opt("mllm_judge_mode"), "temperature": opt("mllm_judge_temperature"),
+                           "max_tokens": opt("mllm_judge_max_tokens"),
                            "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
                            "max_retries": opt("mllm_max_retries")},
         )
@@ -176,7 +177,8 @@ class MllmSession:
                             concurrency=o["concurrency"])
         model = o["model"].removeprefix("openai:")
         cache = self.evaluator.cache if self.options.cache_mode != "off" else None
-        return Judge(client, model, temperature=o["temperature"], mode=o["mode"], cache=cache)
+        return Judge(client, model, temperature=o["temperature"], mode=o["mode"], max_tokens=o["max_tokens"],
+                     cache=cache)
 
     def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample | SkippedSample]:
         """All samples of a benchmark (with their VRP variants in grid mode); two spec files may

