@@ -66,5 +66,5 @@ def test_multiple_choice_reads_letters_and_option_texts(response: str, expected:
 
 
 def test_unknown_parser_lists_the_known_ones() -> None:
-    with pytest.raises(KeyError, match="known parsers: choice, exact, mme"):
+    with pytest.raises(KeyError, match="known parsers: choice, code_bleu4, exact, mme"):
         get_parser("fuzzy")
