@@ -74,14 +74,6 @@ def judge_url() -> Iterator[str]:
     server.shutdown()
 
 
-@pytest.fixture
-def predictions(tmp_path: Path) -> Path:
-    answers = json.loads((VQA / "answers.json").read_text())["answers"]
-    path = tmp_path / "preds.jsonl"
-    path.write_text("".join(json.dumps({"id": k, "response": v["answer"]}) + "\n" for k, v in answers.items()))
-    return path
-
-
 def _run(pytester: pytest.Pytester, predictions: Path, *args: str) -> tuple[pytest.RunResult, dict]:
     out = pytester.path / "out.json"
     result = pytester.runpytest("-p", "no:cacheprovider", str(VQA / "bench.yaml"), f"--mllm=replay:{predictions}",

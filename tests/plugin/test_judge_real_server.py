@@ -15,14 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,6 +29,7 @@ from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_
 from pytest_mllm.loaders import load_samples  # noqa: E402
 from pytest_mllm.openai_client import ChatClient  # noqa: E402
 from pytest_mllm.spec import load_spec  # noqa: E402
+from local_serve import Server, ServerDidNotStart, start_transformers_serve  # noqa: E402
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 # Three of the eight samples: 15 judge calls. On two busy CPU cores a short reply takes ~3 s, and
@@ -44,43 +38,6 @@ SAMPLES = ("colors::c2", "colors::c4", "shapes::s2")
 START_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 480
 CALL_ERRORS = ("EndpointUnreachable: ", "EndpointError: ", "MalformedResponse: ")  # a vote's error when a call failed
-
-
-@dataclass
-class Server:
-    """A running `transformers serve` pinned to the converted SmolLM2; `stop()` ends it (idempotent)."""
-
-    base_url: str
-    model: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _smollm2_gguf() -> Path:
@@ -118,35 +75,17 @@ def smollm2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     start = time.monotonic()
     _convert(gguf, folder)
     converted = time.monotonic() - start
-    (root / "hub").mkdir()
-    port = _free_port()
     # One intra-op thread: on a shared 2-core machine (pytest -n 2) more threads spin against each
     # other and generation gets several times slower.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub"), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(folder),
-               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    log_path = root / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    server = Server(f"http://127.0.0.1:{port}/v1", str(folder), process, log_path)
     try:
-        start = time.monotonic()
-        while not _healthy(f"http://127.0.0.1:{port}/health"):
-            if process.poll() is not None or time.monotonic() - start > START_TIMEOUT_S:
-                pytest.fail(f"transformers serve did not start (exit code {process.poll()}):\n{server.log()[-3000:]}")
-            time.sleep(0.2)
-        server.timings.update(convert_s=converted, server_start_s=time.monotonic() - start)
+        server = start_transformers_serve(folder, root, timeout_s=START_TIMEOUT_S, extra_env={"OMP_NUM_THREADS": "1"})
+    except ServerDidNotStart as exc:
+        pytest.fail(str(exc))
+    server.timings["convert_s"] = converted
+    try:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-def predictions(tmp_path: Path) -> Path:
-    answers = json.loads((VQA / "answers.json").read_text())["answers"]
-    path = tmp_path / "preds.jsonl"
-    path.write_text("".join(json.dumps({"id": k, "response": v["answer"]}) + "\n" for k, v in answers.items()))
-    return path
 
 
 def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path) -> tuple[pytest.RunResult, dict]:

@@ -3,15 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -23,61 +14,24 @@ pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytes
 from pytest_mllm.models.openai import OpenAIModel  # noqa: E402
 from pytest_mllm.models.tiny import ensure_tiny_llava  # noqa: E402
 from pytest_mllm.sample import Request, Sample  # noqa: E402
+from local_serve import Server, ServerDidNotStart, start_transformers_serve  # noqa: E402
 
 SECRET = "sk-test-secret"
 START_TIMEOUT_S = 90
-
-
-@dataclass(frozen=True)
-class Server:
-    """A running `transformers serve`: its base URL and the model id it is pinned to."""
-
-    base_url: str
-    model: str
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture(scope="session")
 def tiny_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`transformers serve` pinned to a freshly built tiny LLaVA, on 127.0.0.1; stopped at teardown."""
     root = tmp_path_factory.mktemp("openai-serve")
-    folder = ensure_tiny_llava(root / "tiny")
-    (root / "hub").mkdir()
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub")}
-    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(folder),
-               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    log_path = root / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        start = time.monotonic()
-        while not _healthy(f"http://127.0.0.1:{port}/health"):
-            if process.poll() is not None or time.monotonic() - start > START_TIMEOUT_S:
-                tail = log_path.read_text(errors="replace")[-3000:]
-                pytest.fail(f"transformers serve did not start (exit code {process.poll()}):\n{tail}")
-            time.sleep(0.2)
-        yield Server(f"http://127.0.0.1:{port}/v1", str(folder))
+        server = start_transformers_serve(ensure_tiny_llava(root / "tiny"), root, timeout_s=START_TIMEOUT_S)
+    except ServerDidNotStart as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def test_the_plugin_runs_a_benchmark_against_the_server(
