@@ -1,25 +1,68 @@
-"""Speed of pytest-mllm on a large benchmark, against plain pytest on as many trivial tests.
+"""Speed of pytest-mllm: its overhead against plain pytest, and its throughput against raw loops.
 
-    python scripts/perf.py [--samples 10000] [--repeat 3] [--json out.json]
+    python scripts/perf.py [--suite {core,throughput,all}] [--samples 10000] [--repeat 3] [--json out.json]
 
-Builds a synthetic yes/no benchmark in a temporary folder (JSONL samples in ten tasks, in
-pairs scored by accuracy+, every image path pointing at one small real PNG; recorded
-answers for `--mllm=replay:`, a fifth of them wrong) and times, each in a fresh
-`python -m pytest` subprocess:
+Every figure is measured in this one invocation, over --repeat repetitions, each run in a fresh
+subprocess (except the raw generate loop, see a.); the runs of one figure alternate (ABBA
+order: A B C, then C B A, ...) so that drift in the machine's speed hits them alike. Figures
+are medians (and mins) of wall time, with the CPU time (user + system) of the process tree
+beside them: on a shared machine CPU time varies less than wall time. The machine, the
+versions and the 1-minute load average before and after each suite are printed and written.
 
-  a. collecting it (`--collect-only -q`); goal: under 3 s;
-  b. running it (`-q -p no:cacheprovider`) against plain pytest running as many trivial
-     parametrized tests with the same flags; goal: plugin/plain at most 1.5x;
-  c. the same two runs with `-n 2` (pytest-xdist).
+Suite "core" (the original figures) builds a synthetic yes/no benchmark in a temporary folder
+(--samples JSONL samples in ten tasks, in pairs scored by accuracy+, every image path pointing
+at one small real PNG; recorded answers for `--mllm=replay:`, a fifth of them wrong) and times:
 
-Plugin and plain runs alternate (ABBA order) so that drift in the machine's speed hits both
-alike; each figure is the median (and min) of --repeat runs, in wall time, with the CPU
-time (user + system) of the whole process tree, xdist workers included, beside it: on a
-shared machine CPU time varies less than wall time. The subprocesses write Python and
-assertion-rewrite bytecode caches (into the temporary folder, even where
-PYTHONDONTWRITEBYTECODE is set, as on a developer's machine), filled by unrecorded warm-up
-runs first (a plugin run of one selected sample with -n 2, a plain collection). Every
-run's final summary line is checked: a wrong number of results is an error (exit status 2).
+  c.  collecting it (`--collect-only -q`); goal: under 3 s;
+  c2. running it (`-q -p no:cacheprovider`) against plain pytest running as many trivial
+      parametrized tests with the same flags; goal: plugin/plain at most 1.5x;
+  c3. the same two runs with `-n 2` (pytest-xdist); same goal.
+
+Suite "throughput" adds:
+
+  a.  plugin throughput against a raw batched `generate` loop: the tiny LLaVA on the bundled
+      `shapes` benchmark (360 samples), batch size 8, no cache, no xdist, torch's default thread
+      count in both (the plugin sets 1 thread only in xdist workers). Method (differencing):
+        plugin s/sample = (wall of the 360-sample run - wall of the same command with `-k`
+                           selecting 1 sample) / 359,
+      both `pytest --mllm=tiny-llava --mllm-bench=shapes --mllm-batch-size=8 --mllm-cache=off
+      -p no:cacheprovider -q --mllm-json=...`: the two runs share process start, imports,
+      collection of all 360 samples, the model load and the first `generate` call's warm-up,
+      so the difference is what the other 359 samples cost end to end (images, prompts,
+      generation, scoring, reports, results). The raw loop is a persistent subprocess that
+      loaded the model once (`HFModel`, default threads) and ran one untimed 1-sample batch
+      (the same warm-up the subtraction removes from the plugin); each repetition times its
+      loop over the 360 samples in the plugin's order and batches: `load_image`, prompt
+      template, chat template, processor, `model.generate(do_sample=False, max_new_tokens=8)`,
+      decode. raw s/sample = loop time / 360. Figure: plugin throughput / raw throughput =
+      raw s/sample / plugin s/sample; goal >= 0.9. Also shown: generation alone, sum of
+      per-record `latency_s` of the plugin run (what HFModel.generate measures: chat template,
+      processor, generate, decode) against the raw loop's time for the same steps, and
+      whether the plugin's answers equal the raw loop's.
+  b.  a fully cached re-run of the --samples benchmark against the plain run of c2 (goal <=
+      1.5x): a conftest in a subfolder registers "perf-model", a model with an `identity`
+      (so the plugin caches its answers) that answers instantly; one untimed run fills the
+      response cache, then each timed run (`--mllm-cache=on`, the default) must report
+      `cached: true` for every record of its `--mllm-json`.
+  d.  `-n 2` against `-n 1` (workers use 1 torch thread each) on a bigger random LLaVA built
+      once into the temporary folder (4-layer text model of hidden size 512, 64x64 vision
+      tower): `pytest --mllm=hf:<folder> --mllm-bench=shapes -k "existence or count"
+      --mllm-cache=off --mllm-batch-size=8`; figure: wall n2/n1 (expect < 1 on 2 cores).
+  e.  the OpenAI adapter at `--mllm-concurrency=8` against 1, `-k existence` (80 samples),
+      batch size 8: against `transformers serve` of the tiny LLaVA on loopback (which answers
+      one request at a time), and against a SIMULATED server in this script (stdlib,
+      threaded, answers "Yes" to any chat completion after sleeping 50 ms, so it overlaps
+      requests); figures: wall c8/c1, and in-test time c8/c1 (the sum of per-record
+      `duration_s`: the tests' call phases, without process start and reporting).
+
+The subprocesses write Python and assertion-rewrite bytecode caches (into the temporary folder,
+even where PYTHONDONTWRITEBYTECODE is set, as on a developer's machine), filled by unrecorded
+warm-up runs first. Set-up is untimed and runs several things at once: first the warm-up runs
+and the cache fill (they compile torch's and transformers' bytecode), then the raw loop's model
+load, the bigger LLaVA's build and the start of `transformers serve`, which then idles until e.
+Every run's final summary line is checked: a wrong number of results, or any error, is an error
+of this script (exit status 2). The output ends with the time each phase took; with the
+defaults that is about 7-8 minutes on a quiet 2-core machine (--repeat 2: about 5).
 """
 
 from __future__ import annotations
@@ -30,15 +73,21 @@ import os
 import platform
 import re
 import resource
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from PIL import Image
 from rich.console import Console
@@ -50,15 +99,29 @@ SAMPLE_ID = "s{:06d}"
 WRONG_EVERY = 5  # every fifth recorded answer is the wrong one
 COLLECT_GOAL_S = 3.0
 RATIO_GOAL = 1.5
+THROUGHPUT_GOAL = 0.9
 RUN_FLAGS = ["-q", "-p", "no:cacheprovider"]
 SUBPROCESS_TIMEOUT_S = 600
+SUITES = ("core", "throughput", "all")
+TABLE_WIDTH = 128
+
+SHAPES_SAMPLES = 360
+BATCH_SIZE = 8
+ONE_SAMPLE = "existence and img_000 and q1"  # -k selecting the first shapes sample alone
+XDIST_SELECTION = "existence or count"  # 160 samples
+OPENAI_SELECTION = "existence"  # 80 samples, 40 of them "Yes"
+SIM_DELAY_S = 0.05
+SERVE_START_TIMEOUT_S = 180
+CACHED_MODEL = "perf-model"
+
 _COLLECTED = re.compile(r"^(\d+) tests? collected in \d")
 _SUMMARY = re.compile(r"^\d+ \w+(?:, \d+ \w+)* in \d")
 _COUNT = re.compile(r"(\d+) (\w+)")
+_BAD_OUTCOMES = ("failed", "error", "errors")
 
 
 class PerfError(Exception):
-    """A pytest run failed or did not produce the results it should have."""
+    """A run failed or did not produce the results it should have."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +134,7 @@ class Workload:
     plain_tests: Path
     samples: int
     correct: int
+    cached_spec: Path
 
     @property
     def plugin_outcomes(self) -> dict[str, int]:
@@ -78,15 +142,27 @@ class Workload:
         return {"passed": self.correct, "incorrect": self.samples - self.correct}
 
 
-@dataclass
-class Case:
-    """One pytest command line to time, and the summary counts each of its runs must show."""
+# -- what gets timed ------------------------------------------------------------------------
+
+class Timed(Protocol):
+    """Something timed once per repetition: a pytest command line, or the raw loop."""
 
     label: str
-    args: list[str]
-    expected: dict[str, int]
+    times: list[float]
+    cpu_times: list[float]
+    details: list[dict[str, Any]]
+
+    def run(self, cwd: Path, env: dict[str, str]) -> tuple[float, float]: ...
+
+
+@dataclass
+class Stats:
+    """Medians and mins of what was timed."""
+
+    label: str
     times: list[float] = field(default_factory=list)
     cpu_times: list[float] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -103,9 +179,39 @@ class Case:
         """Median CPU time of the process tree, seconds."""
         return statistics.median(self.cpu_times)
 
+    def detail_median(self, key: str) -> float:
+        """Median of a per-run figure from the runs' details."""
+        return statistics.median(d[key] for d in self.details)
+
+    def detail_min(self, key: str) -> float:
+        """Least of a per-run figure from the runs' details."""
+        return min(d[key] for d in self.details)
+
+
+@dataclass
+class Case(Stats):
+    """One pytest command line to time, and what each of its runs must show.
+
+    `expected`: the exact summary counts, or (an int) the number of results, whatever their
+    verdicts, with no failure or error among them. `inspect` reads the run's `--mllm-json`
+    (at `json_path`) and returns per-run details, or raises PerfError.
+    """
+
+    args: list[str] = field(default_factory=list)
+    expected: dict[str, int] | int = 0
+    json_path: Path | None = None
+    inspect: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def run(self, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+        wall, cpu = run_once(self, cwd, env)
+        if self.json_path is not None and self.inspect is not None:
+            self.details.append(self.inspect(json.loads(self.json_path.read_text(encoding="utf-8"))))
+        return wall, cpu
+
 
 def make_workload(root: Path, samples: int) -> Workload:
-    """Write the benchmark (spec, samples, one PNG), its recorded answers and the plain tests."""
+    """Write the benchmark (spec, samples, one PNG), its recorded answers, the plain tests,
+    and the cached-model benchmark (a spec over the same samples plus its conftest)."""
     (root / "images").mkdir()
     Image.new("RGB", (64, 64), (200, 40, 40)).save(root / "images" / "red.png")
     correct = 0
@@ -125,12 +231,10 @@ def make_workload(root: Path, samples: int) -> Workload:
             correct += not wrong
             response = ("No" if answer == "yes" else "Yes") if wrong else answer.capitalize()
             predictions.write(json.dumps({"id": f"{task}::{sample_id}", "response": response}) + "\n")
+    spec_text = ("name: perf_bench\nloader: jsonl\ndata: {{root: {root}, file: samples.jsonl}}\nparser: mme\n"
+                 "prompt: \"{{question}} Please answer yes or no.\"\nmetrics: [accuracy, accuracy_plus]\n")
     spec = root / "perf_bench.yaml"
-    spec.write_text(
-        "name: perf_bench\nloader: jsonl\ndata: {root: ., file: samples.jsonl}\nparser: mme\n"
-        "prompt: \"{question} Please answer yes or no.\"\nmetrics: [accuracy, accuracy_plus]\n",
-        encoding="utf-8",
-    )
+    spec.write_text(spec_text.format(root="."), encoding="utf-8")
     plain = root / "test_plain.py"
     plain.write_text(
         f"import pytest\n\n\n@pytest.mark.parametrize(\"i\", range({samples}))\n"
@@ -138,13 +242,45 @@ def make_workload(root: Path, samples: int) -> Workload:
         encoding="utf-8",
     )
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # rootdir here, no ini from above
-    return Workload(root, spec, root / "predictions.jsonl", plain, samples, correct)
+    cached = root / "cached"  # its own folder: the plain runs must not load its conftest
+    cached.mkdir()
+    (cached / "perf_bench.yaml").write_text(spec_text.format(root=".."), encoding="utf-8")
+    (cached / "conftest.py").write_text(CACHED_CONFTEST.format(name=CACHED_MODEL, wrong_every=WRONG_EVERY),
+                                        encoding="utf-8")
+    return Workload(root, spec, root / "predictions.jsonl", plain, samples, correct, cached / "perf_bench.yaml")
+
+
+CACHED_CONFTEST = '''"""A cacheable model that answers instantly: the recorded answers' pattern, every fifth wrong."""
+
+
+class PerfModel:
+    name = "{name}"
+    needs_images = False
+    identity = "{name}-v1"  # an identity: the plugin caches this model's answers
+
+    def generate(self, requests):
+        from pytest_mllm.sample import Response
+
+        answers = []
+        for request in requests:
+            right = request.sample.answer.capitalize()
+            wrong = int(request.sample.id.rpartition("::")[2][1:]) % {wrong_every} == 0  # ids: task::s000123
+            answers.append(Response(("No" if right == "Yes" else "Yes") if wrong else right))
+        return answers
+
+
+def pytest_mllm_make_model(spec, config):
+    return PerfModel() if spec == "{name}" else None
+'''
 
 
 def child_env(cache_dir: Path) -> dict[str, str]:
-    """This environment with bytecode caching on (written under `cache_dir`) and no PYTEST_ADDOPTS."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS")}
+    """This environment with bytecode caching on (written under `cache_dir`), offline Hugging Face,
+    and no PYTEST_ADDOPTS or OpenAI endpoint settings."""
+    drop = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env["PYTHONPYCACHEPREFIX"] = str(cache_dir)
+    env["HF_HUB_OFFLINE"] = "1"
     return env
 
 
@@ -161,15 +297,31 @@ def outcome_counts(output: str) -> dict[str, int]:
     raise PerfError("no pytest summary line in the output:\n" + output[-2000:])
 
 
+def check_counts(label: str, counts: dict[str, int], expected: dict[str, int] | int) -> None:
+    """PerfError unless the summary shows what `expected` asks (see `Case`)."""
+    if isinstance(expected, dict):
+        if {word: n for word, n in counts.items() if word != "deselected" or word in expected} != expected:
+            raise PerfError(f"{label}: expected {expected}, pytest reported {counts}")
+        return
+    results = {word: n for word, n in counts.items() if word != "deselected"}
+    if any(word in _BAD_OUTCOMES for word in results) or sum(results.values()) != expected:
+        raise PerfError(f"{label}: expected {expected} results without errors, pytest reported {counts}")
+
+
 def children_cpu_s() -> float:
     """User + system CPU seconds of all finished (waited-for) child processes so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
+def pytest_command(args: Sequence[str]) -> list[str]:
+    """`python -m pytest ARGS` with this interpreter."""
+    return [sys.executable, "-m", "pytest", *args]
+
+
 def run_once(case: Case, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of one run of `case` in a fresh interpreter; checks its summary line."""
-    command = [sys.executable, "-m", "pytest", *case.args]
+    command = pytest_command(case.args)
     cpu_start = children_cpu_s()
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
@@ -178,26 +330,326 @@ def run_once(case: Case, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise PerfError(f"{case.label}: exit status {proc.returncode} from {' '.join(command)}\n{output[-2000:]}")
-    counts = outcome_counts(output)
-    if counts != case.expected:
-        raise PerfError(f"{case.label}: expected {case.expected}, pytest reported {counts}")
+    check_counts(case.label, outcome_counts(output), case.expected)
     return elapsed, cpu
 
 
-def measure(pairs: Iterable[tuple[Case, Case]], repeat: int, cwd: Path, env: dict[str, str],
-            log: Console) -> None:
-    """Run each (plugin, plain) pair `repeat` times, alternating which goes first."""
-    for pair in pairs:
+def measure(groups: Iterable[Sequence[Timed]], repeat: int, cwd: Path, env: dict[str, str], log: Console) -> None:
+    """Run each group of timed things `repeat` times, reversing their order every other time."""
+    for group in groups:
         for rep in range(repeat):
-            for case in pair if rep % 2 == 0 else reversed(pair):
-                wall, cpu = run_once(case, cwd, env)
+            for case in group if rep % 2 == 0 else reversed(group):
+                wall, cpu = case.run(cwd, env)
                 case.times.append(wall)
                 case.cpu_times.append(cpu)
                 log.print(f"  {case.label}: {wall:.2f} s wall, {cpu:.2f} s CPU")
 
 
+def run_untimed(cases: Sequence[Case], cwd: Path, env: dict[str, str]) -> None:
+    """Run several cases at once (warm-ups and set-up, never timed); PerfError if one fails."""
+    procs = [(case, subprocess.Popen(pytest_command(case.args), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)) for case in cases]
+    problems = []
+    for case, proc in procs:
+        output, _ = proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+        try:
+            if proc.returncode != 0:
+                raise PerfError(f"{case.label}: exit status {proc.returncode}\n{output[-2000:]}")
+            check_counts(case.label, outcome_counts(output), case.expected)
+        except PerfError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise PerfError("\n".join(problems))
+
+
+# -- a. the raw generate loop ---------------------------------------------------------------
+
+class RawLoop(Stats):
+    """The tiny LLaVA's batched generate loop over the shapes samples, in a persistent subprocess.
+
+    The subprocess (this script's `_raw-loop` mode) loads the model once and answers each "run"
+    line with the timings of one pass over all samples; `times` are those loop times.
+    """
+
+    def __init__(self, label: str, cwd: Path, env: dict[str, str], log_path: Path) -> None:
+        super().__init__(label)
+        self.log_path = log_path
+        with log_path.open("wb") as log:
+            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "_raw-loop"], cwd=cwd,
+                                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         text=True)
+        self.ready: dict[str, Any] = {}
+
+    def _reply(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                tail = self.log_path.read_text(errors="replace")[-2000:]
+                raise PerfError(f"{self.label}: the raw loop exited ({self.proc.poll()}):\n{tail}")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def wait_ready(self) -> None:
+        """Block until the model is loaded and warmed up."""
+        if not self.ready:
+            self.ready = self._reply()
+
+    def run(self, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+        self.wait_ready()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        result = self._reply()
+        self.details.append(result)
+        return result["total_s"], result["cpu_s"]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def raw_loop_worker() -> int:
+    """The `_raw-loop` mode: load the tiny LLaVA as a plain pytest run does, then time loops on request."""
+    start = time.perf_counter()
+    import torch
+
+    from pytest_mllm.models.hf import HFModel
+    from pytest_mllm.models.tiny import ensure_tiny_llava
+
+    model = HFModel(str(ensure_tiny_llava()), name="tiny-llava")  # no num_threads: torch's default, as in the plugin
+    load_s = time.perf_counter() - start
+
+    from pytest_mllm.images import load_image
+    from pytest_mllm.shapes import build_samples
+    from pytest_mllm.spec import find_spec, load_spec
+
+    spec = load_spec(find_spec("shapes"))
+    samples = build_samples(spec.name, **spec.loader_options)  # the plugin's collection order
+    templates = {s.task: spec.task_settings(s.task).prompt for s in samples}
+    processor, tokenizer, network = model.processor, model.tokenizer, model.model
+
+    def prompt(sample: Any) -> str:
+        question = templates[sample.task].format_map({
+            "question": sample.question, "hint": "", "task": sample.task,
+            "options": "\n".join(f"{letter}. {text}" for letter, text in sample.choices)})
+        content = [{"type": "image"} for _ in sample.images] + [{"type": "text", "text": question}]
+        return processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                             tokenize=False)
+
+    def loop(chosen: list[Any]) -> dict[str, Any]:
+        images_s, answers = 0.0, []
+        cpu = time.process_time()
+        begin = time.perf_counter()
+        for at in range(0, len(chosen), BATCH_SIZE):
+            batch = chosen[at:at + BATCH_SIZE]
+            t = time.perf_counter()
+            images = [[load_image(ref) for ref in s.images] for s in batch]
+            images_s += time.perf_counter() - t
+            inputs = processor(text=[prompt(s) for s in batch], images=images, return_tensors="pt", padding=True)
+            with torch.inference_mode():
+                output = network.generate(**inputs, do_sample=False, max_new_tokens=spec.max_new_tokens,
+                                          pad_token_id=tokenizer.pad_token_id)
+            new = output[:, inputs["input_ids"].shape[1]:]
+            answers += [a.strip() for a in processor.batch_decode(new, skip_special_tokens=True)]
+        total = time.perf_counter() - begin
+        return {"total_s": total, "images_s": images_s, "model_s": total - images_s,
+                "cpu_s": time.process_time() - cpu, "_answers": answers}
+
+    loop(samples[:1])  # warm-up: the plugin's one-sample run absorbs the same first-call costs
+    print(json.dumps({"load_s": load_s, "threads": torch.get_num_threads(), "samples": len(samples)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        print(json.dumps(loop(samples)), flush=True)
+    return 0
+
+
+# -- d. a bigger random LLaVA ---------------------------------------------------------------
+
+def build_llava_worker(folder: Path) -> int:
+    """The `_build-llava` mode: the tiny LLaVA's recipe, bigger: a 4-layer, 512-wide text model and a
+    4-layer vision tower at 64x64 (64 image tokens), with the tiny model's tokenizer and chat template."""
+    import torch
+    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+
+    from pytest_mllm.models.tiny import _CHAT_TEMPLATE, ensure_tiny_llava
+
+    image_size, patch_size = 64, 8
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(ensure_tiny_llava()))
+    tokenizer.padding_side = "left"
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": image_size},
+                                              crop_size={"height": image_size, "width": image_size}),
+        tokenizer=tokenizer, patch_size=patch_size, vision_feature_select_strategy="default",
+        num_additional_image_tokens=1, chat_template=_CHAT_TEMPLATE,
+    )
+    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in ("<pad>", "<s>", "</s>", "<image>")}
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(image_size=image_size, patch_size=patch_size, hidden_size=256,
+                                       intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
+                                       projection_dim=256),
+        text_config=LlamaConfig(vocab_size=len(tokenizer), hidden_size=512, intermediate_size=1024,
+                                num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                                max_position_embeddings=2048, pad_token_id=ids["<pad>"],
+                                bos_token_id=ids["<s>"], eos_token_id=ids["</s>"]),
+        image_token_id=ids["<image>"], image_seq_length=(image_size // patch_size) ** 2,
+        vision_feature_select_strategy="default", vision_feature_layer=-2,
+    )
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config).eval()
+    generation = model.generation_config
+    generation.pad_token_id, generation.bos_token_id = ids["<pad>"], ids["<s>"]
+    generation.eos_token_id, generation.do_sample = ids["</s>"], False
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    print(json.dumps({"parameters": sum(p.numel() for p in model.parameters())}), flush=True)
+    return 0
+
+
+# -- e. servers -----------------------------------------------------------------------------
+
+class _SimHandler(BaseHTTPRequestHandler):
+    """Any POST is a chat completion answered "Yes" after a fixed delay; any GET is healthy."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(SIM_DELAY_S)
+        self._send({"id": "sim", "object": "chat.completion", "model": "sim",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "Yes"}}]})
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._send({"status": "ok"})
+
+    def _send(self, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class SimServer(ThreadingHTTPServer):
+    """The simulated OpenAI-compatible server: one thread per connection, so requests overlap."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _SimHandler)
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class TransformersServe:
+    """`transformers serve <folder>` on loopback, as tests/plugin/test_openai_model.py starts it."""
+
+    def __init__(self, folder: Path, root: Path, env: dict[str, str]) -> None:
+        (root / "hub").mkdir(exist_ok=True)
+        self.port = free_port()
+        self.log_path = root / "serve.log"
+        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(folder),
+                   "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                         env={**env, "HF_HUB_CACHE": str(root / "hub")})
+        self.started = time.monotonic()
+
+    def wait_healthy(self) -> None:
+        """Block until /health answers; PerfError if the server exits or takes too long."""
+        while not healthy(f"http://127.0.0.1:{self.port}/health"):
+            if self.proc.poll() is not None or time.monotonic() - self.started > SERVE_START_TIMEOUT_S:
+                self.stop()
+                tail = self.log_path.read_text(errors="replace")[-3000:]
+                raise PerfError(f"transformers serve did not start (exit code {self.proc.poll()}):\n{tail}")
+            time.sleep(0.2)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# -- inspecting --mllm-json -----------------------------------------------------------------
+
+def records_of(document: dict[str, Any], expected: int) -> list[dict[str, Any]]:
+    """The records of a results document, in test order; PerfError unless there are `expected`."""
+    records = sorted(document["records"], key=lambda r: r.get("order", 0))
+    if len(records) != expected:
+        raise PerfError(f"--mllm-json holds {len(records)} records, expected {expected}")
+    return records
+
+
+def generation_details(expected: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Sum of latency_s (generation) and of duration_s (tests' call phases) of a model run."""
+    def inspect(document: dict[str, Any]) -> dict[str, Any]:
+        records = records_of(document, expected)
+        return {"records": len(records),
+                "latency_sum_s": sum(r["latency_s"] or 0.0 for r in records),
+                "duration_sum_s": sum(r.get("duration_s") or 0.0 for r in records),
+                "_responses": [r["response"] for r in records]}
+    return inspect
+
+
+def all_cached(expected: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """PerfError unless every record of the run came from the response cache."""
+    def inspect(document: dict[str, Any]) -> dict[str, Any]:
+        records = records_of(document, expected)
+        fresh = sum(1 for r in records if r.get("cached") is not True)
+        if fresh:
+            raise PerfError(f"cached re-run: {fresh} of {len(records)} records not answered from the cache")
+        return {"records": len(records), "cached": len(records)}
+    return inspect
+
+
+# -- machine, report ------------------------------------------------------------------------
+
 def machine() -> dict[str, Any]:
-    """CPU, cores, OS, versions and the load average: what the figures depend on."""
+    """CPU, cores, OS, versions: what the figures depend on."""
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -206,8 +658,8 @@ def machine() -> dict[str, Any]:
                platform.processor() or "unknown")
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     info: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": usable,
-                            "os": platform.platform(), "python": platform.python_version()}
-    for dist in ("pytest", "pytest-xdist", "pytest-mllm"):
+                            "os": platform.platform(), "python": platform.python_version(), "load": {}}
+    for dist in ("pytest", "pytest-xdist", "pytest-mllm", "torch", "transformers"):
         try:
             info[dist] = version(dist)
         except PackageNotFoundError:
@@ -220,32 +672,92 @@ def load_average() -> float | None:
     return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
-def ratio(plugin: Case, plain: Case) -> dict[str, float]:
+def ratio(plugin: Stats, plain: Stats) -> dict[str, float]:
     """plugin/plain of the wall-time medians and mins, and of the CPU-time medians."""
     return {"median": plugin.median / plain.median, "min": plugin.best / plain.best,
             "cpu_median": plugin.cpu_median / plain.cpu_median}
 
 
-def report(info: dict[str, Any], cases: dict[str, Case], samples: int, repeat: int, console: Console) -> dict[str, Any]:
+def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
+    """Figure a: per-sample times and plugin/raw throughput (see the module docstring)."""
+    n = SHAPES_SAMPLES
+
+    def per_sample(f: Callable[[list[float]], float]) -> tuple[float, float, float, float]:
+        plugin = (f(full.times) - f(one.times)) / (n - 1)
+        plugin_cpu = (f(full.cpu_times) - f(one.cpu_times)) / (n - 1)
+        return plugin, f(raw.times) / n, plugin_cpu, f(raw.cpu_times) / n
+
+    med, best = per_sample(statistics.median), per_sample(min)
+    answers = raw.details[0]["_answers"] if raw.details else []
+    responses = full.details[0]["_responses"] if full.details else []
+    differ = sum(a != b for a, b in zip(answers, responses)) + abs(len(answers) - len(responses))
+    return {
+        "plugin_s_per_sample": {"median": med[0], "min": best[0], "cpu_median": med[2]},
+        "raw_s_per_sample": {"median": med[1], "min": best[1], "cpu_median": med[3]},
+        "throughput_ratio": {"median": med[1] / med[0], "min": best[1] / best[0], "cpu_median": med[3] / med[2]},
+        "plugin_generation_s": {"median": full.detail_median("latency_sum_s"), "min": full.detail_min("latency_sum_s")},
+        "raw_generation_s": {"median": raw.detail_median("model_s"), "min": raw.detail_min("model_s")},
+        "raw_images_s": {"median": raw.detail_median("images_s")},
+        "generation_ratio": {"median": raw.detail_median("model_s") / full.detail_median("latency_sum_s"),
+                             "min": raw.detail_min("model_s") / full.detail_min("latency_sum_s")},
+        "raw_load_s": raw.ready.get("load_s"), "torch_threads": raw.ready.get("threads"),
+        "answers_differing": differ,
+    }
+
+
+def in_test_ratio(fast: Case, slow: Case) -> dict[str, float]:
+    """fast/slow of the summed per-record duration_s (the tests' call phases)."""
+    return {"median": fast.detail_median("duration_sum_s") / slow.detail_median("duration_sum_s"),
+            "min": fast.detail_min("duration_sum_s") / slow.detail_min("duration_sum_s")}
+
+
+def public(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-run details without the bulky private entries (answers)."""
+    return [{k: v for k, v in d.items() if not k.startswith("_")} for d in details]
+
+
+def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samples: int, repeat: int,
+           console: Console) -> dict[str, Any]:
     """Print the machine notes and the table of figures; return everything for --json."""
-    ratios = {"run": ratio(cases["run_plugin"], cases["run_plain"]),
-              "run_n2": ratio(cases["run_n2_plugin"], cases["run_n2_plain"])}
-    met = {"collect": cases["collect_plugin"].median < COLLECT_GOAL_S,
-           "run": ratios["run"]["median"] <= RATIO_GOAL, "run_n2": ratios["run_n2"]["median"] <= RATIO_GOAL}
-    overhead_us = {key: 1e6 * (cases[f"{key}_plugin"].median - cases[f"{key}_plain"].median) / samples
-                   for key in ("run", "run_n2")}
+    ratios: dict[str, Any] = {}
+    met: dict[str, bool] = {}
+    goals: dict[str, Any] = {}
+    overhead_us: dict[str, float] = {}
+    if "core" in suites:
+        ratios["run"] = ratio(cases["run_plugin"], cases["run_plain"])
+        ratios["run_n2"] = ratio(cases["run_n2_plugin"], cases["run_n2_plain"])
+        met.update(collect=cases["collect_plugin"].median < COLLECT_GOAL_S,
+                   run=ratios["run"]["median"] <= RATIO_GOAL, run_n2=ratios["run_n2"]["median"] <= RATIO_GOAL)
+        goals.update(collect_s=COLLECT_GOAL_S, ratio=RATIO_GOAL)
+        for key in ("run", "run_n2"):
+            overhead_us[key] = 1e6 * (cases[f"{key}_plugin"].median - cases[f"{key}_plain"].median) / samples
+    if "throughput" in suites:
+        ratios["throughput"] = throughput_figures(cases["a_full"], cases["a_one"], cases["a_raw"])  # type: ignore[arg-type]
+        ratios["cached"] = ratio(cases["cached_plugin"], cases["run_plain"])
+        ratios["xdist"] = ratio(cases["d_n2"], cases["d_n1"])
+        for server in ("serve", "sim"):
+            ratios[f"openai_{server}"] = {**ratio(cases[f"e_{server}_c8"], cases[f"e_{server}_c1"]),
+                                          "in_test": in_test_ratio(cases[f"e_{server}_c8"], cases[f"e_{server}_c1"])}
+        overhead_us["cached"] = 1e6 * (cases["cached_plugin"].median - cases["run_plain"].median) / samples
+        met.update(throughput=ratios["throughput"]["throughput_ratio"]["median"] >= THROUGHPUT_GOAL,
+                   cached=ratios["cached"]["median"] <= RATIO_GOAL, xdist=ratios["xdist"]["median"] < 1)
+        goals.update(throughput_ratio=THROUGHPUT_GOAL, cached_ratio=RATIO_GOAL, xdist_ratio="< 1 (expected)")
 
     console.print(f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), {info['os']}",
                   soft_wrap=True)
-    console.print(f"versions: Python {info['python']}, pytest {info['pytest']}, "
-                  f"pytest-xdist {info['pytest-xdist']}, pytest-mllm {info['pytest-mllm']}", soft_wrap=True)
-    console.print(f"1-min load average: {info['load_before']} before, {info['load_after']} after", soft_wrap=True)
+    console.print(f"versions: Python {info['python']}, pytest {info['pytest']}, pytest-xdist {info['pytest-xdist']}, "
+                  f"pytest-mllm {info['pytest-mllm']}, torch {info['torch']}, transformers {info['transformers']}",
+                  soft_wrap=True)
+    loads = "".join(f", {suite} suite {before} -> {after}" for suite, (before, after) in info["load"].items())
+    console.print(f"1-min load average (before -> after): whole script {info['load_before']} -> {info['load_after']}"
+                  f"{loads}", soft_wrap=True)
 
     def verdict(ok: bool) -> str:
         return "[green]met[/green]" if ok else "[bold red]missed[/bold red]"
 
     runs = f"{repeat} run" + ("s" if repeat != 1 else "")
-    table = Table(title=f"pytest-mllm speed: {samples:,} samples, {runs} each", title_justify="left")
+    table = Table(title=f"pytest-mllm speed: {runs} of each figure, medians and mins; c. and b. on {samples:,} samples",
+                  title_justify="left")
     table.add_column("figure", no_wrap=True)
     table.add_column("wall med", justify="right", no_wrap=True)
     table.add_column("wall min", justify="right", no_wrap=True)
@@ -256,33 +768,256 @@ def report(info: dict[str, Any], cases: dict[str, Case], samples: int, repeat: i
         case = cases[key]
         table.add_row(case.label, f"{case.median:.2f} s", f"{case.best:.2f} s", f"{case.cpu_median:.2f} s", goal)
 
-    seconds("collect_plugin", f"< {COLLECT_GOAL_S:g} s: {verdict(met['collect'])}")
-    seconds("collect_plain", "(reference)")
-    for key, title in (("run", "b."), ("run_n2", "c.")):
+    def times(label: str, r: dict[str, float], goal: str = "", unit: str = "x", cpu: bool = True) -> None:
+        table.add_row(label, f"{r['median']:.2f}{unit}", f"{r['min']:.2f}{unit}",
+                      f"{r['cpu_median']:.2f}{unit}" if cpu and "cpu_median" in r else "", goal)
+
+    if "core" in suites:
+        seconds("collect_plugin", f"< {COLLECT_GOAL_S:g} s: {verdict(met['collect'])}")
+        seconds("collect_plain", "(reference)")
+        for key, title in (("run", "c2."), ("run_n2", "c3.")):
+            table.add_section()
+            seconds(f"{key}_plugin")
+            seconds(f"{key}_plain")
+            times(f"{title} plugin/plain", ratios[key], f"<= {RATIO_GOAL:g}x: {verdict(met[key])}")
+            table.add_row(f"{title} (plugin-plain)/test", f"{overhead_us[key]:.0f} µs", "", "", "")
+    if "throughput" in suites:
+        tp = ratios["throughput"]
         table.add_section()
-        seconds(f"{key}_plugin")
-        seconds(f"{key}_plain")
-        table.add_row(f"{title} plugin/plain", f"{ratios[key]['median']:.2f}x", f"{ratios[key]['min']:.2f}x",
-                      f"{ratios[key]['cpu_median']:.2f}x", f"<= {RATIO_GOAL:g}x: {verdict(met[key])}")
-        table.add_row(f"{title} (plugin-plain)/test", f"{overhead_us[key]:.0f} µs", "", "", "")
+        seconds("a_full", "(Σ latency_s: " f"{tp['plugin_generation_s']['median']:.2f} s)")
+        seconds("a_one", "(one-off: start, load, warm-up)")
+        seconds("a_raw", f"(its model load, {tp['raw_load_s']:.1f} s, not counted)")
+
+        def ms(label: str, r: dict[str, float]) -> None:
+            table.add_row(label, f"{1e3 * r['median']:.1f} ms", f"{1e3 * r['min']:.1f} ms",
+                          f"{1e3 * r['cpu_median']:.1f} ms", "")
+
+        ms("a. plugin per sample (full-one)/359", tp["plugin_s_per_sample"])
+        ms("a. raw per sample (loop/360)", tp["raw_s_per_sample"])
+        times("a. throughput plugin/raw", tp["throughput_ratio"],
+              f">= {THROUGHPUT_GOAL:g}x: {verdict(met['throughput'])}")
+        times("a. generation only raw/Σ latency_s", tp["generation_ratio"], "(information)")
+        if "run_plain" in cases:
+            table.add_section()
+            seconds("cached_plugin")
+            if "core" not in suites:
+                seconds("run_plain")
+            times("b. cached plugin/plain", ratios["cached"], f"<= {RATIO_GOAL:g}x: {verdict(met['cached'])}")
+            table.add_row("b. (plugin-plain)/test", f"{overhead_us['cached']:.0f} µs", "", "", "")
+        table.add_section()
+        seconds("d_n1")
+        seconds("d_n2")
+        times("d. -n 2 / -n 1", ratios["xdist"], f"expect < 1: {verdict(met['xdist'])}")
+        for server, title in (("serve", "transformers serve"), ("sim", "SIMULATED 50 ms server")):
+            table.add_section()
+            seconds(f"e_{server}_c1")
+            seconds(f"e_{server}_c8")
+            times(f"e. c8/c1, {title}", ratios[f"openai_{server}"], "(no goal)")
+            times(f"e. c8/c1 in-test time, {title}", ratios[f"openai_{server}"]["in_test"], "(Σ duration_s)",
+                  cpu=False)
     console.print(table)
-    console.print(f"wall: perf_counter around each pytest subprocess; CPU: user + system time of its process tree; "
-                  f"plain: pytest on {samples:,} trivial parametrized tests, same flags; goals apply to wall medians",
-                  soft_wrap=True)
+    raw_note = " (a. raw: around its loop)" if "throughput" in suites else ""
+    notes = [f"wall: perf_counter around each subprocess{raw_note}; CPU: user + system time of the process tree; "
+             "goals apply to wall medians"]
+    if "core" in suites or "throughput" in suites:
+        notes.append(f"plain: pytest on {samples:,} trivial parametrized tests, same flags")
+    if "throughput" in suites:
+        tp = ratios["throughput"]
+        notes.append(
+            f"a. {SHAPES_SAMPLES} shapes samples, batch {BATCH_SIZE}, torch threads {tp['torch_threads']} in both; "
+            f"plugin per sample = (360-sample run - 1-sample run)/359 (shared: start, collection, model load, first "
+            f"generate); raw = loop time/360 (images {tp['raw_images_s']['median']:.2f} s of it); plugin answers "
+            f"differing from the raw loop's: {tp['answers_differing']}")
+        notes.append(f"b. every timed cached run: {samples:,} records, all cached: true (checked in --mllm-json)")
+        n1 = cases["d_n1"]
+        batches = -(-160 // BATCH_SIZE)
+        notes.append(f"d. bigger random LLaVA ({info.get('llava_parameters', 0) / 1e6:.1f} M parameters), 160 samples; "
+                     f"one batch of {BATCH_SIZE} on 1 thread: {n1.detail_median('latency_sum_s') / batches:.2f} s "
+                     "(Σ latency_s of the -n 1 run / batches)")
+        sim = cases["e_sim_c1"]
+        notes.append(f"e. 80 samples; SIMULATED server = this script's threaded stdlib server, {SIM_DELAY_S * 1e3:.0f} ms "
+                     f"per request (ideal in-test time c1 {80 * SIM_DELAY_S:.1f} s, c8 {10 * SIM_DELAY_S:.1f} s; "
+                     f"measured c1 {sim.detail_median('duration_sum_s'):.2f} s, "
+                     f"c8 {cases['e_sim_c8'].detail_median('duration_sum_s'):.2f} s)")
+    for note in notes:
+        console.print(note, soft_wrap=True)
     return {
-        "machine": info, "samples": samples, "repeat": repeat,
-        "goals": {"collect_s": COLLECT_GOAL_S, "ratio": RATIO_GOAL}, "met": met,
-        "timings_s": {key: {"label": c.label, "command": ["pytest", *c.args], "median": c.median, "min": c.best,
-                            "runs": c.times, "cpu_median": c.cpu_median, "cpu_runs": c.cpu_times}
+        "machine": info, "suites": sorted(suites), "samples": samples, "repeat": repeat,
+        "goals": goals, "met": met,
+        "timings_s": {key: {"label": c.label, "command": ["pytest", *c.args] if isinstance(c, Case) else ["raw loop"],
+                            "median": c.median, "min": c.best, "runs": c.times, "cpu_median": c.cpu_median,
+                            "cpu_runs": c.cpu_times, "details": public(c.details)}
                       for key, c in cases.items()},
         "ratios": ratios, "overhead_us_per_sample": overhead_us,
     }
 
 
+# -- main -----------------------------------------------------------------------------------
+
+def core_cases(work: Workload) -> dict[str, Case]:
+    """Figures c, c2, c3: collection, and runs against plain pytest, without and with -n 2."""
+    bench = [work.spec.name, f"--mllm=replay:{work.predictions.name}"]
+    plain = [work.plain_tests.name]
+    n = work.samples
+    return {
+        "collect_plugin": Case("c. collect, plugin", args=[*bench, "--collect-only", "-q"], expected={"collected": n}),
+        "collect_plain": Case("c. collect, plain", args=[*plain, "--collect-only", "-q"], expected={"collected": n}),
+        "run_plugin": Case("c2. run, plugin", args=[*bench, *RUN_FLAGS], expected=work.plugin_outcomes),
+        "run_plain": Case("c2. run, plain", args=[*plain, *RUN_FLAGS], expected={"passed": n}),
+        "run_n2_plugin": Case("c3. run -n 2, plugin", args=[*bench, *RUN_FLAGS, "-n", "2"], expected=work.plugin_outcomes),
+        "run_n2_plain": Case("c3. run -n 2, plain", args=[*plain, *RUN_FLAGS, "-n", "2"], expected={"passed": n}),
+    }
+
+
+def throughput_cases(work: Workload, llava: Path) -> dict[str, Case]:
+    """Figures a (plugin side), b, d; e is made once its servers run."""
+    root, n = work.root, work.samples
+    shapes = ["--mllm-bench=shapes", "--mllm-cache=off", f"--mllm-batch-size={BATCH_SIZE}", *RUN_FLAGS]
+    tiny = ["--mllm=tiny-llava", *shapes]
+    cached_json = root / "cached.json"
+    return {
+        "a_full": Case("a. plugin, 360 samples", args=[*tiny, f"--mllm-json={root / 'a_full.json'}"],
+                       expected=SHAPES_SAMPLES, json_path=root / "a_full.json",
+                       inspect=generation_details(SHAPES_SAMPLES)),
+        "a_one": Case("a. plugin, 1 sample (-k)", args=[*tiny, f"--mllm-json={root / 'a_one.json'}", "-k", ONE_SAMPLE],
+                      expected=1, json_path=root / "a_one.json", inspect=generation_details(1)),
+        "cached_plugin": Case("b. cached re-run, plugin", expected=work.plugin_outcomes, json_path=cached_json,
+                              args=[str(work.cached_spec.relative_to(root)), f"--mllm={CACHED_MODEL}", *RUN_FLAGS,
+                                    f"--mllm-json={cached_json}"], inspect=all_cached(n)),
+        "d_n1": Case("d. -n 1, bigger LLaVA", expected=160, json_path=root / "d_n1.json", inspect=generation_details(160),
+                     args=[f"--mllm=hf:{llava}", *shapes, "-k", XDIST_SELECTION, "-n", "1",
+                           f"--mllm-json={root / 'd_n1.json'}"]),
+        "d_n2": Case("d. -n 2, bigger LLaVA", expected=160, json_path=root / "d_n2.json", inspect=generation_details(160),
+                     args=[f"--mllm=hf:{llava}", *shapes, "-k", XDIST_SELECTION, "-n", "2",
+                           f"--mllm-json={root / 'd_n2.json'}"]),
+    }
+
+
+def openai_cases(root: Path, server: str, model: str, base_url: str, title: str,
+                 expected: dict[str, int] | int) -> dict[str, Case]:
+    """Figure e for one server: concurrency 1 and 8."""
+    cases = {}
+    for concurrency in (1, 8):
+        out = root / f"e_{server}_c{concurrency}.json"
+        cases[f"e_{server}_c{concurrency}"] = Case(
+            f"e. {title}, concurrency {concurrency}", expected=expected, json_path=out, inspect=generation_details(80),
+            args=[f"--mllm=openai:{model}", f"--mllm-base-url={base_url}", "--mllm-bench=shapes", "-k", OPENAI_SELECTION,
+                  "--mllm-cache=off", f"--mllm-concurrency={concurrency}", f"--mllm-batch-size={BATCH_SIZE}",
+                  *RUN_FLAGS, f"--mllm-json={out}"])
+    return cases
+
+
+def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: Console) -> dict[str, Stats]:
+    """Set up and warm up (untimed, several things at once), then time every figure of the chosen suites."""
+    suites = {"core", "throughput"} if args.suite == "all" else {args.suite}
+    work = make_workload(tmp, args.samples)
+    env = child_env(tmp / "pycache")
+    cases: dict[str, Stats] = {}
+    core = core_cases(work)
+    if "core" in suites:
+        cases.update(core)
+    else:
+        cases["run_plain"] = core["run_plain"]  # b.'s reference
+    raw: RawLoop | None = None
+    serve: TransformersServe | None = None
+    clock = time.perf_counter()
+    elapsed = info["elapsed_s"] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        elapsed[name] = round(now - clock, 1)
+        clock = now
+
+    try:
+        # Stage 1: fills the bytecode caches (torch and transformers included) and the response cache.
+        stage: list[Case] = []
+        if "core" in suites:
+            bench = [work.spec.name, f"--mllm=replay:{work.predictions.name}"]
+            stage += [Case("core warm-up", args=[*bench, *RUN_FLAGS, "-n", "2", "-k", SAMPLE_ID.format(1)],
+                           expected={"passed": 1}),  # sample 1 has the right answer; xdist workers deselect quietly
+                      core["collect_plain"]]
+        if "throughput" in suites:
+            cases.update(throughput_cases(work, tmp / "llava-bigger"))
+            stage += [Case("throughput warm-up", expected=1, args=["--mllm=tiny-llava", "--mllm-bench=shapes",
+                                                                     "--mllm-cache=off", *RUN_FLAGS, "-k", ONE_SAMPLE,
+                                                                     "-n", "2"]),
+                      Case("cache fill", expected=work.plugin_outcomes, args=cases["cached_plugin"].args[:-1])]  # type: ignore[attr-defined]
+        log.print("set-up, not recorded: " + ", ".join(c.label for c in stage) + " (at once)")
+        run_untimed(stage, work.root, env)
+        if "throughput" in suites:
+            # Stage 2: the raw loop loads the tiny LLaVA, the bigger LLaVA is built, transformers serve starts.
+            log.print("set-up, not recorded: raw loop's model load, bigger LLaVA build, transformers serve start (at once)")
+            from pytest_mllm.models.tiny import ensure_tiny_llava
+
+            tiny = ensure_tiny_llava()  # built by the warm-up run
+            raw = RawLoop("a. raw generate loop, 360", work.root, env, tmp / "raw-loop.log")
+            cases["a_raw"] = raw
+            build = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "_build-llava",
+                                      str(tmp / "llava-bigger")], cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+            serve = TransformersServe(tiny, tmp, env)
+            output, _ = build.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+            if build.returncode != 0:
+                raise PerfError(f"building the bigger LLaVA failed:\n{output[-2000:]}")
+            info["llava_parameters"] = json.loads(output.strip().splitlines()[-1])["parameters"]
+            raw.wait_ready()
+            serve.wait_healthy()
+        lap("set-up")
+
+        if "core" in suites:
+            info["load"]["core"] = [load_average(), None]
+            run_group: list[Timed] = [cases["run_plugin"], cases["run_plain"]]
+            if "throughput" in suites:
+                run_group.append(cases["cached_plugin"])  # b. shares c2.'s plain runs
+            measure([[cases["collect_plugin"], cases["collect_plain"]], run_group,
+                     [cases["run_n2_plugin"], cases["run_n2_plain"]]], args.repeat, work.root, env, log)
+            info["load"]["core"][1] = load_average()
+            lap("core")
+        if "throughput" in suites:
+            assert raw is not None and serve is not None
+            info["load"]["throughput"] = [load_average(), None]
+            groups: list[Sequence[Timed]] = [[cases["a_full"], cases["a_one"], raw], [cases["d_n1"], cases["d_n2"]]]
+            if "core" not in suites:
+                groups.insert(1, [cases["cached_plugin"], cases["run_plain"]])
+            measure(groups, args.repeat, work.root, env, log)
+            raw.close()
+            sim = SimServer()
+            try:
+                sim_cases = openai_cases(tmp, "sim", "sim", sim.base_url, "SIMULATED server",
+                                         {"passed": 40, "incorrect": 40})
+                cases.update(sim_cases)
+                warm = Case("warm-up", expected=1, args=[*sim_cases["e_sim_c8"].args[:-1], "-k", ONE_SAMPLE])  # type: ignore[attr-defined]
+                run_untimed([warm], work.root, env)
+                measure([list(sim_cases.values())], args.repeat, work.root, env, log)
+            finally:
+                sim.stop()
+            serve_cases = openai_cases(tmp, "serve", str(tiny), serve.base_url, "transformers serve", 80)
+            cases.update(serve_cases)
+            warm = Case("warm-up", expected=1, args=[*serve_cases["e_serve_c8"].args[:-1], "-k", ONE_SAMPLE])  # type: ignore[attr-defined]
+            run_untimed([warm], work.root, env)  # the server loads its model on the first request
+            measure([list(serve_cases.values())], args.repeat, work.root, env, log)
+            info["load"]["throughput"][1] = load_average()
+            lap("throughput")
+    finally:
+        if raw is not None:
+            raw.close()
+        if serve is not None:
+            serve.stop()
+    return cases
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Generate the workload, time every case, print the table; 2 on a failed or miscounted run."""
+    """Generate the workloads, time every figure, print the table; 2 on a failed or miscounted run."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_raw-loop"]:
+        return raw_loop_worker()
+    if argv[:1] == ["_build-llava"] and len(argv) == 2:
+        return build_llava_worker(Path(argv[1]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--samples", type=int, default=10_000, help="benchmark size (default 10000)")
+    parser.add_argument("--suite", choices=SUITES, default="all",
+                        help="core: collection and runs vs plain pytest; throughput: a, b, d, e; all (default)")
+    parser.add_argument("--samples", type=int, default=10_000, help="size of the synthetic benchmark (default 10000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (default 3)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
@@ -290,35 +1025,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--samples must be at least 2 and --repeat at least 1")
 
     console, log = Console(), Console(stderr=True)
+    if console.width < TABLE_WIDTH:  # not a terminal (80 columns) or a narrow one: the table needs more
+        console = Console(width=TABLE_WIDTH)
     info = machine()
     info["load_before"] = load_average()
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pytest-mllm-perf-") as tmp:
-        work = make_workload(Path(tmp), args.samples)
-        env = child_env(Path(tmp) / "pycache")
-        bench = [work.spec.name, f"--mllm=replay:{work.predictions.name}"]
-        plain = [work.plain_tests.name]
-        n = args.samples
-        cases = {
-            "collect_plugin": Case("a. collect, plugin", [*bench, "--collect-only", "-q"], {"collected": n}),
-            "collect_plain": Case("a. collect, plain", [*plain, "--collect-only", "-q"], {"collected": n}),
-            "run_plugin": Case("b. run, plugin", [*bench, *RUN_FLAGS], work.plugin_outcomes),
-            "run_plain": Case("b. run, plain", [*plain, *RUN_FLAGS], {"passed": n}),
-            "run_n2_plugin": Case("c. run -n 2, plugin", [*bench, *RUN_FLAGS, "-n", "2"], work.plugin_outcomes),
-            "run_n2_plain": Case("c. run -n 2, plain", [*plain, *RUN_FLAGS, "-n", "2"], {"passed": n}),
-        }
-        pairs = [(cases[f"{key}_plugin"], cases[f"{key}_plain"]) for key in ("collect", "run", "run_n2")]
         try:
-            log.print("warm-up (not recorded): a plugin run of one sample with -n 2, a plain collection")
-            one = Case("warm-up", [*bench, *RUN_FLAGS, "-n", "2", "-k", SAMPLE_ID.format(1)],
-                       {"passed": 1})  # sample 1 has the right answer; xdist workers deselect quietly
-            for case in (one, cases["collect_plain"]):
-                run_once(case, work.root, env)
-            measure(pairs, args.repeat, work.root, env, log)
+            cases = run_suites(args, Path(tmp), info, log)
         except (PerfError, subprocess.TimeoutExpired) as exc:
             log.print(Text("error: ", style="bold red") + Text(str(exc)))
             return 2
+        finally:
+            shutil.rmtree(Path(tmp) / "pycache", ignore_errors=True)
+    info["total_s"] = round(time.perf_counter() - started, 1)
     info["load_after"] = load_average()
-    document = report(info, cases, args.samples, args.repeat, console)
+    suites = {"core", "throughput"} if args.suite == "all" else {args.suite}
+    document = report(info, cases, suites, args.samples, args.repeat, console)
+    parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in info["elapsed_s"].items())
+    console.print(f"total time of this script: {info['total_s']:.0f} s ({parts})")
     if args.json:
         args.json.write_text(json.dumps(document, indent=1), encoding="utf-8")
         console.print(f"figures written to {args.json}")
