@@ -113,6 +113,7 @@ OPENAI_SELECTION = "existence"  # 80 samples, 40 of them "Yes"
 SIM_DELAY_S = 0.05
 SERVE_START_TIMEOUT_S = 180
 CACHED_MODEL = "perf-model"
+NOISY_SPREAD = 1.3  # a figure whose runs vary more than this (slowest/fastest) is marked noisy
 
 _COLLECTED = re.compile(r"^(\d+) tests? collected in \d")
 _SUMMARY = re.compile(r"^\d+ \w+(?:, \d+ \w+)* in \d")
@@ -163,6 +164,12 @@ class Stats:
     times: list[float] = field(default_factory=list)
     cpu_times: list[float] = field(default_factory=list)
     details: list[dict[str, Any]] = field(default_factory=list)
+    loads: list[float | None] = field(default_factory=list)  # 1-min load average as each run started
+
+    @property
+    def spread(self) -> float:
+        """Slowest over fastest wall time: how much the machine's speed moved between runs."""
+        return max(self.times) / min(self.times)
 
     @property
     def median(self) -> float:
@@ -339,6 +346,7 @@ def measure(groups: Iterable[Sequence[Timed]], repeat: int, cwd: Path, env: dict
     for group in groups:
         for rep in range(repeat):
             for case in group if rep % 2 == 0 else reversed(group):
+                case.loads.append(load_average())
                 wall, cpu = case.run(cwd, env)
                 case.times.append(wall)
                 case.cpu_times.append(cpu)
@@ -688,13 +696,16 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
         return plugin, f(raw.times) / n, plugin_cpu, f(raw.cpu_times) / n
 
     med, best = per_sample(statistics.median), per_sample(min)
+    # Runs of one repetition are adjacent in time: their ratios are paired against slow drifts.
+    paired = [(r / n) / ((f - o) / (n - 1)) for f, o, r in zip(full.times, one.times, raw.times)]
     answers = raw.details[0]["_answers"] if raw.details else []
     responses = full.details[0]["_responses"] if full.details else []
     differ = sum(a != b for a, b in zip(answers, responses)) + abs(len(answers) - len(responses))
     return {
         "plugin_s_per_sample": {"median": med[0], "min": best[0], "cpu_median": med[2]},
         "raw_s_per_sample": {"median": med[1], "min": best[1], "cpu_median": med[3]},
-        "throughput_ratio": {"median": med[1] / med[0], "min": best[1] / best[0], "cpu_median": med[3] / med[2]},
+        "throughput_ratio": {"median": med[1] / med[0], "min": best[1] / best[0], "cpu_median": med[3] / med[2],
+                             "per_repetition": paired, "median_of_repetitions": statistics.median(paired)},
         "plugin_generation_s": {"median": full.detail_median("latency_sum_s"), "min": full.detail_min("latency_sum_s")},
         "raw_generation_s": {"median": raw.detail_median("model_s"), "min": raw.detail_min("model_s")},
         "raw_images_s": {"median": raw.detail_median("images_s")},
@@ -752,8 +763,20 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
     console.print(f"1-min load average (before -> after): whole script {info['load_before']} -> {info['load_after']}"
                   f"{loads}", soft_wrap=True)
 
-    def verdict(ok: bool) -> str:
-        return "[green]met[/green]" if ok else "[bold red]missed[/bold red]"
+    figures = {"collect": ["collect_plugin", "collect_plain"], "run": ["run_plugin", "run_plain"],
+               "run_n2": ["run_n2_plugin", "run_n2_plain"], "throughput": ["a_full", "a_one", "a_raw"],
+               "cached": ["cached_plugin", "run_plain"], "xdist": ["d_n1", "d_n2"],
+               "openai_serve": ["e_serve_c1", "e_serve_c8"], "openai_sim": ["e_sim_c1", "e_sim_c8"]}
+    spreads = {name: max(cases[key].spread for key in keys) for name, keys in figures.items()
+               if all(key in cases for key in keys)}
+    noisy = {name: round(spread, 2) for name, spread in spreads.items() if spread > NOISY_SPREAD}
+
+    def verdict(ok: bool, figure: str = "") -> str:
+        text = "[green]met[/green]" if ok else "[bold red]missed[/bold red]"
+        return text + (f" [yellow]noisy ({noisy[figure]:.1f}x)[/yellow]" if figure in noisy else "")
+
+    def noise(figure: str, text: str) -> str:
+        return text + (f" [yellow]noisy ({noisy[figure]:.1f}x)[/yellow]" if figure in noisy else "")
 
     runs = f"{repeat} run" + ("s" if repeat != 1 else "")
     table = Table(title=f"pytest-mllm speed: {runs} of each figure, medians and mins; c. and b. on {samples:,} samples",
@@ -773,13 +796,13 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
                       f"{r['cpu_median']:.2f}{unit}" if cpu and "cpu_median" in r else "", goal)
 
     if "core" in suites:
-        seconds("collect_plugin", f"< {COLLECT_GOAL_S:g} s: {verdict(met['collect'])}")
+        seconds("collect_plugin", f"< {COLLECT_GOAL_S:g} s: {verdict(met['collect'], 'collect')}")
         seconds("collect_plain", "(reference)")
         for key, title in (("run", "c2."), ("run_n2", "c3.")):
             table.add_section()
             seconds(f"{key}_plugin")
             seconds(f"{key}_plain")
-            times(f"{title} plugin/plain", ratios[key], f"<= {RATIO_GOAL:g}x: {verdict(met[key])}")
+            times(f"{title} plugin/plain", ratios[key], f"<= {RATIO_GOAL:g}x: {verdict(met[key], key)}")
             table.add_row(f"{title} (plugin-plain)/test", f"{overhead_us[key]:.0f} µs", "", "", "")
     if "throughput" in suites:
         tp = ratios["throughput"]
@@ -795,30 +818,33 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         ms("a. plugin per sample (full-one)/359", tp["plugin_s_per_sample"])
         ms("a. raw per sample (loop/360)", tp["raw_s_per_sample"])
         times("a. throughput plugin/raw", tp["throughput_ratio"],
-              f">= {THROUGHPUT_GOAL:g}x: {verdict(met['throughput'])}")
+              f">= {THROUGHPUT_GOAL:g}x: {verdict(met['throughput'], 'throughput')}")
         times("a. generation only raw/Σ latency_s", tp["generation_ratio"], "(information)")
         if "run_plain" in cases:
             table.add_section()
             seconds("cached_plugin")
             if "core" not in suites:
                 seconds("run_plain")
-            times("b. cached plugin/plain", ratios["cached"], f"<= {RATIO_GOAL:g}x: {verdict(met['cached'])}")
+            times("b. cached plugin/plain", ratios["cached"], f"<= {RATIO_GOAL:g}x: {verdict(met['cached'], 'cached')}")
             table.add_row("b. (plugin-plain)/test", f"{overhead_us['cached']:.0f} µs", "", "", "")
         table.add_section()
         seconds("d_n1")
         seconds("d_n2")
-        times("d. -n 2 / -n 1", ratios["xdist"], f"expect < 1: {verdict(met['xdist'])}")
+        times("d. -n 2 / -n 1", ratios["xdist"], f"expect < 1: {verdict(met['xdist'], 'xdist')}")
         for server, title in (("serve", "transformers serve"), ("sim", "SIMULATED 50 ms server")):
             table.add_section()
             seconds(f"e_{server}_c1")
             seconds(f"e_{server}_c8")
-            times(f"e. c8/c1, {title}", ratios[f"openai_{server}"], "(no goal)")
+            times(f"e. c8/c1, {title}", ratios[f"openai_{server}"], noise(f"openai_{server}", "(no goal)"))
             times(f"e. c8/c1 in-test time, {title}", ratios[f"openai_{server}"]["in_test"], "(Σ duration_s)",
                   cpu=False)
     console.print(table)
     raw_note = " (a. raw: around its loop)" if "throughput" in suites else ""
     notes = [f"wall: perf_counter around each subprocess{raw_note}; CPU: user + system time of the process tree; "
              "goals apply to wall medians"]
+    if noisy:
+        notes.append(f"noisy: the runs of a figure varied more than {NOISY_SPREAD:g}x (slowest/fastest): the machine's "
+                     "speed changed during it (other load?); see the load averages, and rerun before trusting it")
     if "core" in suites or "throughput" in suites:
         notes.append(f"plain: pytest on {samples:,} trivial parametrized tests, same flags")
     if "throughput" in suites:
@@ -827,7 +853,8 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
             f"a. {SHAPES_SAMPLES} shapes samples, batch {BATCH_SIZE}, torch threads {tp['torch_threads']} in both; "
             f"plugin per sample = (360-sample run - 1-sample run)/359 (shared: start, collection, model load, first "
             f"generate); raw = loop time/360 (images {tp['raw_images_s']['median']:.2f} s of it); plugin answers "
-            f"differing from the raw loop's: {tp['answers_differing']}")
+            f"differing from the raw loop's: {tp['answers_differing']}; median of the per-repetition ratios "
+            f"(adjacent runs): {tp['throughput_ratio']['median_of_repetitions']:.2f}x")
         notes.append(f"b. every timed cached run: {samples:,} records, all cached: true (checked in --mllm-json)")
         n1 = cases["d_n1"]
         batches = -(-160 // BATCH_SIZE)
@@ -846,9 +873,9 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         "goals": goals, "met": met,
         "timings_s": {key: {"label": c.label, "command": ["pytest", *c.args] if isinstance(c, Case) else ["raw loop"],
                             "median": c.median, "min": c.best, "runs": c.times, "cpu_median": c.cpu_median,
-                            "cpu_runs": c.cpu_times, "details": public(c.details)}
+                            "cpu_runs": c.cpu_times, "loads": c.loads, "details": public(c.details)}
                       for key, c in cases.items()},
-        "ratios": ratios, "overhead_us_per_sample": overhead_us,
+        "ratios": ratios, "overhead_us_per_sample": overhead_us, "noisy": noisy,
     }
 
 
