@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from .images import ImageError, resolve_inside
 from .sample import ImageRef, Sample
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added latency_s (a version-1 file is migrated in place)
 
 
 class CacheWarning(UserWarning):
@@ -75,11 +75,13 @@ class ResponseCache:
         db.execute("PRAGMA synchronous=NORMAL")
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version != SCHEMA_VERSION and tables:
+        if version == 1 and "responses" in tables:
+            db.execute("ALTER TABLE responses ADD COLUMN latency_s REAL")
+        elif version != SCHEMA_VERSION and tables:
             db.close()
             raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
         db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
-                   "model TEXT NOT NULL, created REAL NOT NULL)")
+                   "model TEXT NOT NULL, created REAL NOT NULL, latency_s REAL)")
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         return db
 
@@ -95,15 +97,28 @@ class ResponseCache:
             found.update(self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk))
         return found
 
-    def put_many(self, entries: Mapping[str, str], model: str) -> None:
-        """Store responses, all in one transaction."""
+    def latencies(self, keys: Iterable[str]) -> dict[str, float]:
+        """How long the stored answers among `keys` took when they were generated."""
+        keys = list(keys)
+        found: dict[str, float] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self._db.execute(f"SELECT key, latency_s FROM responses WHERE key IN ({marks}) "
+                                          "AND latency_s IS NOT NULL", chunk))
+        return found
+
+    def put_many(self, entries: Mapping[str, str], model: str,
+                 latencies: Mapping[str, float] | None = None) -> None:
+        """Store responses (and how long each took), all in one transaction."""
         if not entries:
             return
         now = time.time()
+        took = latencies or {}
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                 [(key, text, model, now) for key, text in entries.items()])
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                                 [(key, text, model, now, took.get(key)) for key, text in entries.items()])
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -52,6 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mllm-vrp-examples", type=int, default=8, metavar="N",
                     help="variants drawn per source sample in --mllm-vrp=property (each is a model call)")
     group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
+    group.addoption("--mllm-no-image", action="store_true",
+                    help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
     group.addoption("--mllm-base-url", metavar="URL",
                     help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
     group.addoption("--mllm-api-key-env", default="OPENAI_API_KEY", metavar="NAME",

@@ -108,7 +108,7 @@ class Evaluator:
                  max_pixels: int = DEFAULT_MAX_PIXELS, cache: ResponseCache | None = None,
                  identity_factory: Callable[[], str | None] = lambda: None,
                  settings: dict[str, Any] | None = None,
-                 judge_factory: Callable[[], Any] | None = None) -> None:
+                 judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False) -> None:
         self._model_factory = model_factory
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
@@ -117,7 +117,8 @@ class Evaluator:
         self.model_name = model_name
         self.max_pixels = max_pixels
         self.cache = cache
-        self.settings = settings or {}
+        self.withhold_images = withhold_images  # a text-only pass: the model sees the prompt alone
+        self.settings = {**(settings or {}), **({"images": "withheld"} if withhold_images else {})}
         self._judge_factory = judge_factory
         self._judge: Any = None
 
@@ -156,10 +157,11 @@ class Evaluator:
         keys = self._cache_keys(todo)
         if keys:
             hits = self.cache.get_many(k for k in keys.values() if k)  # type: ignore[union-attr]
+            took = self.cache.latencies(hits) if hits else {}  # type: ignore[union-attr]
             for record, sample, _ in todo:
-                text = hits.get(keys.get(id(record), ""))
-                if text is not None:
-                    score_record(record, sample, Response(text))
+                key = keys.get(id(record), "")
+                if key in hits:
+                    score_record(record, sample, Response(hits[key], latency_s=took.get(key, 0.0)))
                     record["cached"] = True
             todo = [t for t in todo if not t[0]["cached"]]
         if todo:
@@ -210,7 +212,8 @@ class Evaluator:
         pending: list[tuple[Record, Sample]] = []
         for record, sample, max_new_tokens in todo:
             try:
-                images = [load_image(ref, self.max_pixels) for ref in sample.images] if model.needs_images else []
+                wanted = model.needs_images and not self.withhold_images
+                images = [load_image(ref, self.max_pixels) for ref in sample.images] if wanted else []
             except ImageError as exc:
                 record["error"] = f"image error: {exc}"
                 continue
@@ -219,8 +222,9 @@ class Evaluator:
         if requests:
             self._generate_into(requests, pending)
         if self.cache is not None and keys:
-            fresh = {keys[id(r)]: r["response"] for r, _ in pending if r["status"] != "error" and keys.get(id(r))}
-            self.cache.put_many(fresh, self.identity or "")
+            done = [(keys[id(r)], r) for r, _ in pending if r["status"] != "error" and keys.get(id(r))]
+            self.cache.put_many({key: r["response"] for key, r in done}, self.identity or "",
+                                {key: r["latency_s"] for key, r in done})
 
     def _generate_into(self, requests: list[Request], pending: list[tuple[Record, Sample]]) -> None:
         """Generate for all requests; a failing batch is halved and retried, down to one sample."""

@@ -45,6 +45,7 @@ class Options:
     vrp_mode: str | None
     vrp_examples: int
     vrp_radar: Path | None
+    no_image: bool = False
     hf_options: dict[str, Any] = field(default_factory=dict)
     api_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the API key
     judge_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the judge's API key
@@ -89,6 +90,7 @@ class Options:
             max_pixels=opt("mllm_max_image_pixels"), show_incorrect=opt("mllm_show_incorrect"),
             batch_size=batch_size, cache_mode=opt("mllm_cache"),
             vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), vrp_radar=_path(opt("mllm_vrp_radar")),
+            no_image=opt("mllm_no_image"),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
@@ -122,6 +124,7 @@ class MllmSession:
             settings={"device": _resolved_device(options.hf_options["device"]),
                       "dtype": options.hf_options["dtype"], "decoding": "greedy"},
             judge_factory=self._make_judge if options.judge_options.get("model") else None,
+            withhold_images=options.no_image,
         )
         self._prefetched: dict[str, Record] = {}
         self._positions: dict[str, int] = {}
@@ -328,6 +331,7 @@ class MllmSession:
             "judge_mode": self.options.judge_options.get("mode") if self.options.judge_options.get("model") else None,
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
+            "images_withheld": self.options.no_image,
             "gates": [g.text for g in self.options.gates],
             "baseline": str(self.options.baseline) if self.options.baseline else None,
         }

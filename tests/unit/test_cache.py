@@ -61,3 +61,24 @@ def test_older_schema_is_set_aside(tmp_path: Path) -> None:
     with pytest.warns(CacheWarning, match="schema version 0"):
         cache = ResponseCache(path)
     assert len(cache) == 0
+
+
+def test_generation_time_is_kept_with_the_answer(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite3")
+    cache.put_many({"k1": "Yes", "k2": "No"}, "m", {"k1": 0.25})
+    assert cache.latencies(["k1", "k2", "k3"]) == {"k1": 0.25}
+
+
+def test_a_version_1_cache_is_migrated_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, model TEXT NOT NULL, "
+                "created REAL NOT NULL)")
+    old.execute("INSERT INTO responses VALUES ('k', 'Yes', 'm', 0)")
+    old.execute("PRAGMA user_version=1")
+    old.commit()
+    old.close()
+    cache = ResponseCache(path)
+    assert cache.get_many(["k"]) == {"k": "Yes"} and cache.latencies(["k"]) == {}
+    cache.put_many({"k2": "No"}, "m", {"k2": 1.5})
+    assert cache.latencies(["k2"]) == {"k2": 1.5}
