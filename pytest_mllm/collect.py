@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest.mark.structures import Mark
@@ -37,10 +38,18 @@ def marker_name(name: str) -> str | None:
 class BenchmarkFile(pytest.File):
     """A benchmark spec file; collects one SampleItem per sample."""
 
-    def collect(self) -> Iterator["SampleItem"]:
+    def collect(self) -> Iterator[pytest.Item]:
         mllm: MllmSession = self.config.stash[SESSION_KEY]
         spec = load_spec(self.path.resolve())
+        if mllm.options.optimize_path:  # TP-Eval: one test per task instead of one per sample
+            from .tpeval.item import OptimizeTaskItem
+            from .tpeval.run import task_order
+
+            for task in task_order([s for s in mllm.samples_for(spec) if isinstance(s, Sample)]):
+                yield OptimizeTaskItem.from_parent(self, name=f"optimize::{task}", spec=spec, task=task)
+            return
         samples = mllm.samples_for(spec)
+        mllm.check_prompts(spec)
         marks = _Marks(self.config, spec)
         item_class = VrpPropertyItem if mllm.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):

@@ -95,6 +95,10 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
     for name in ("consistency", "relation_holds", "sensitivity"):
         if vrp.get(name) is not None:
             flat[f"vrp.{name}"] = vrp[name]
+    tp_eval = benchmark_metrics.get("tp_eval") or {}
+    for name in ("original_accuracy", "optimized_accuracy", "improved_tasks", "improvement_ratio"):
+        if tp_eval.get(name) is not None:
+            flat[f"tp_eval.{name}"] = tp_eval[name]
     for kind, prefix in (("levels", "vrp.level"), ("axes", "vrp.axis")):
         for name, scope in vrp.get(kind, {}).items():
             flat[f"{prefix}.{name}.accuracy"] = scope["accuracy"]

@@ -74,6 +74,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="longest judge reply (analysis plus verdict)")
     group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
                     help="judge sampling temperature (the paper's code used 0.5)")
+    group.addoption("--mllm-prompts", metavar="FILE",
+                    help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
+                         "the report compares them with the benchmark's own prompts")
+    group.addoption("--mllm-prompts-transfer", action="store_true",
+                    help="allow a prompts file optimized for another model (TP-Eval's transfer)")
+    group.addoption("--mllm-optimize", metavar="FILE",
+                    help="TP-Eval: customize each task's prompt for the model under test and write them to FILE "
+                         "(one test per task; needs --mllm-optimizer)")
+    group.addoption("--mllm-optimizer", metavar="MODEL", help="the optimizer LLM, openai:<model> on an "
+                    "OpenAI-compatible endpoint")
+    group.addoption("--mllm-optimizer-base-url", metavar="URL", help="the optimizer's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-optimizer-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the optimizer's API key")
+    group.addoption("--mllm-optimizer-max-tokens", type=int, default=256, metavar="N",
+                    help="longest optimizer reply (a prompt or an introspection)")
+    for flag, kind, default, text in (
+        ("rounds", int, 16, "optimization rounds N"), ("per-round", int, 3, "new prompts per round M"),
+        ("top-k", int, 8, "earlier prompts shown to the optimizer K"),
+        ("temperature", float, 1.0, "optimizer sampling temperature"),
+        ("alpha", float, 0.8, "weight of accuracy in a prompt's score during the search (α)"),
+        ("alpha-final", float, 0.6, "weight of accuracy in the final re-rank (α*)"),
+        ("few", int, 8, "examples per task in D_few"),
+        ("seed", int, 0, "seed of the D_few split"),
+    ):
+        group.addoption(f"--mllm-tp-{flag}", type=kind, default=default, metavar="X",
+                        help=f"TP-Eval: {text} (default {default})")
+    group.addoption("--mllm-tp-mode", choices=("auto", "prompt", "prefix"), default="auto",
+                    help="TP-Eval: edit the task's instruction (prompt), or an added phrase before a question that is "
+                         "the whole prompt (prefix); auto decides per task")
+    group.addoption("--mllm-tp-split", choices=("auto", "validation", "seeded"), default="auto",
+                    help="TP-Eval: D_few from the benchmark's validation split, or a seeded draw (auto: validation "
+                         "when the task has one)")
+    group.addoption("--mllm-tp-zero-shot", action="store_true",
+                    help="TP-Eval: write prompts for tasks not yet in the --mllm-optimize file from the tasks already "
+                         "in it (in-context examples, no scoring)")
     group.addoption("--mllm-gpus", metavar="LIST",
                     help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
     group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",

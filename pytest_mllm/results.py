@@ -13,6 +13,7 @@ from . import __version__
 from .gates import Verdict, flatten
 from .metrics import benchmark_metrics
 from .spec import BenchmarkSpec, load_spec
+from .tpeval.report import tp_metrics
 
 Record = dict[str, Any]
 
@@ -50,6 +51,9 @@ class RunResults:
             spec = load_spec(self.spec_paths[name])
             records = sorted(self.records[name], key=lambda r: r["order"])
             scopes = benchmark_metrics(records, spec.metrics, spec.groups, spec.task_order)
+            tp_eval = tp_metrics(records)
+            if tp_eval is not None:
+                scopes["tp_eval"] = tp_eval
             results[name] = BenchmarkResult(spec, records, scopes, flatten(scopes, spec.headline))
         return results
 

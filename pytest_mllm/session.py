@@ -6,15 +6,24 @@ import itertools
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from .collect import BenchmarkFile, SampleItem
-from .gates import (Gate, GateSyntaxError, Verdict, evaluate_gate, evaluate_regressions, load_baseline,
-                    parse_gate, parse_max_drop)
+from .gates import (
+    Gate,
+    GateSyntaxError,
+    Verdict,
+    evaluate_gate,
+    evaluate_regressions,
+    load_baseline,
+    parse_gate,
+    parse_max_drop,
+)
 from .loaders import load_samples
 from .runner import Evaluator, Record, new_record
 from .sample import BadSample, Model, Sample, SkippedSample
@@ -46,12 +55,17 @@ class Options:
     vrp_examples: int
     vrp_radar: Path | None
     no_image: bool = False
+    prompts_path: Path | None = None
+    prompts_transfer: bool = False
+    optimize_path: Path | None = None
+    tp_options: dict[str, Any] = field(default_factory=dict)  # TP-Eval settings, split and zero-shot
     hf_options: dict[str, Any] = field(default_factory=dict)
     api_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the API key
     judge_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the judge's API key
+    optimizer_options: dict[str, Any] = field(default_factory=dict, repr=False)  # holds the optimizer's API key
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> "Options":
+    def from_config(cls, config: pytest.Config) -> Options:
         """Read and validate; every problem is a UsageError before anything runs."""
         opt = config.getoption
         try:
@@ -61,7 +75,7 @@ class Options:
             drops = [parse_max_drop(d) for d in [*config.getini("mllm_max_drop"), *(opt("mllm_max_drop") or [])]]
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
-        for url_option in ("mllm_base_url", "mllm_judge_base_url"):
+        for url_option in ("mllm_base_url", "mllm_judge_base_url", "mllm_optimizer_base_url"):
             if opt(url_option):
                 from .openai_client import check_base_url
 
@@ -91,6 +105,8 @@ class Options:
             batch_size=batch_size, cache_mode=opt("mllm_cache"),
             vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), vrp_radar=_path(opt("mllm_vrp_radar")),
             no_image=opt("mllm_no_image"),
+            prompts_path=_path(opt("mllm_prompts")), prompts_transfer=opt("mllm_prompts_transfer"),
+            optimize_path=_path(opt("mllm_optimize")), tp_options=_tp_options(config),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
@@ -103,7 +119,34 @@ class Options:
                            "max_tokens": opt("mllm_judge_max_tokens"),
                            "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
                            "max_retries": opt("mllm_max_retries")},
+            optimizer_options={"model": opt("mllm_optimizer"), "base_url": opt("mllm_optimizer_base_url"),
+                               "api_key": os.environ.get(opt("mllm_optimizer_api_key_env")),
+                               "max_tokens": opt("mllm_optimizer_max_tokens"),
+                               "concurrency": opt("mllm_concurrency"), "timeout_s": opt("mllm_timeout"),
+                               "max_retries": opt("mllm_max_retries")},
         )
+
+
+def _tp_options(config: pytest.Config) -> dict[str, Any]:
+    """TP-Eval's settings from --mllm-tp-*; a bad value is a usage error naming the option."""
+    from .tpeval.settings import TpSettings
+
+    opt = config.getoption
+    try:
+        settings = TpSettings(
+            rounds=opt("mllm_tp_rounds"), per_round=opt("mllm_tp_per_round"), top_k=opt("mllm_tp_top_k"),
+            temperature=opt("mllm_tp_temperature"), alpha=opt("mllm_tp_alpha"), alpha_final=opt("mllm_tp_alpha_final"),
+            few=opt("mllm_tp_few"), seed=opt("mllm_tp_seed"), mode=opt("mllm_tp_mode"))
+        settings.validate()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if opt("mllm_optimize") and opt("mllm_prompts"):
+        raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
+                                "evaluate with --mllm-prompts=FILE in another run")
+    if opt("mllm_optimize") and not (opt("mllm_optimizer") or "").startswith("openai:"):
+        raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
+                                "(and --mllm-optimizer-base-url=URL for a local server)")
+    return {"settings": settings, "split": opt("mllm_tp_split"), "zero_shot": opt("mllm_tp_zero_shot")}
 
 
 def _path(value: str | None) -> Path | None:
@@ -132,6 +175,12 @@ class MllmSession:
         self.verdicts: list[Verdict] = []
         self._records: list[tuple[Record, str]] = []
         self.loaded_specs: dict[str, Path] = {}
+        self.prompts = self._read_prompts()
+        self._prompted_specs: dict[str, BenchmarkSpec] = {}
+        self._optimization: Any = None
+        self.tp_outcomes: list[dict[str, Any]] = []
+        self.few_deselected = 0
+        self._plan_printed = False
 
     # -- models and samples -------------------------------------------------------------
 
@@ -183,6 +232,63 @@ class MllmSession:
         return Judge(client, model, temperature=o["temperature"], mode=o["mode"], max_tokens=o["max_tokens"],
                      cache=cache)
 
+    # -- TP-Eval: optimization runs and customized prompts ---------------------------------
+
+    @property
+    def optimization(self) -> Any:
+        """The TP-Eval optimization of this run (--mllm-optimize), built on first use."""
+        if self._optimization is None:
+            from .tpeval.run import OptimizationRun
+
+            self._optimization = OptimizationRun(self)
+        return self._optimization
+
+    def _read_prompts(self) -> Any:
+        if self.options.prompts_path is None:
+            return None
+        from .tpeval.prompts_file import PromptsFileError, read_prompts
+
+        try:
+            return read_prompts(self.options.prompts_path)
+        except PromptsFileError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def check_prompts(self, spec: BenchmarkSpec) -> None:
+        """A --mllm-prompts file must fit this model, benchmark, version and tasks (SpecError otherwise)."""
+        if self.prompts is None or spec.name in self._prompted_specs:
+            return
+        from .tpeval.prompts_file import PromptsFileError, check_prompts
+        from .tpeval.run import task_order, with_template
+
+        tasks = task_order([s for s in self.samples_for(spec) if isinstance(s, Sample)])
+        try:
+            check_prompts(self.prompts, path=self.options.prompts_path, model=self.options.model or "",
+                          benchmark=spec.name, version=spec.version, tasks=tasks,
+                          transfer=self.options.prompts_transfer)
+        except PromptsFileError as exc:
+            raise SpecError(str(exc)) from None
+        prompted = spec
+        for task, prompts in self.prompts.tasks.items():
+            prompted = with_template(prompted, task, prompts.template)
+        self._prompted_specs[spec.name] = prompted
+
+    def optimized_on(self, sample: Sample) -> bool:
+        """True when `sample` is in the D_few its task's prompt was optimized on."""
+        task = self.prompts.tasks.get(sample.task) if self.prompts is not None else None
+        return task is not None and sample.id in set(task.d_few)
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """With --mllm-prompts, leave out the samples each prompt was optimized on (D_few ∩ D_test = ∅)."""
+        if self.prompts is None:
+            return
+        few = [i for i in items
+               if isinstance(i, SampleItem) and isinstance(i.sample, Sample) and self.optimized_on(i.sample)]
+        if few:
+            self.few_deselected = len(few)
+            config.hook.pytest_deselected(items=few)
+            drop = set(map(id, few))
+            items[:] = [i for i in items if id(i) not in drop]
+
     def samples_for(self, spec: BenchmarkSpec) -> list[Sample | BadSample | SkippedSample]:
         """All samples of a benchmark (with their VRP variants in grid mode); two spec files may
         not claim the same benchmark name."""
@@ -207,13 +313,31 @@ class MllmSession:
             record["order"] = item.order
             return record
         batch = [item, *self._upcoming(item)]
-        records = self.evaluator.evaluate([(i.sample, i.spec) for i in batch])  # type: ignore[misc]
+        records = self._evaluate(batch)
         for member, record in zip(batch, records):
             record["order"] = member.order
             if self.options.html_path and record["status"] == "incorrect":
                 record["thumbnail"] = _thumbnail(member.sample, self.options.max_pixels)  # type: ignore[arg-type]
             self._prefetched[member.nodeid] = record
         return self._prefetched.pop(item.nodeid)
+
+    def _evaluate(self, batch: list[SampleItem]) -> list[Record]:
+        """Records of a batch; with --mllm-prompts a customized task's record also holds the answer to the
+        benchmark's own prompt, under "original"."""
+        if self.prompts is None:
+            return self.evaluator.evaluate([(i.sample, i.spec) for i in batch])  # type: ignore[misc]
+        records = self.evaluator.evaluate([(i.sample, self._prompted_specs.get(i.spec.name, i.spec))  # type: ignore[misc]
+                                           for i in batch])
+        customized = [(n, i) for n, i in enumerate(batch) if i.sample.task in self.prompts.tasks]
+        originals = self.evaluator.evaluate([(i.sample, i.spec) for _, i in customized])  # type: ignore[misc]
+        for (n, member), original in zip(customized, originals):
+            record = records[n]
+            record["original"] = {k: original[k] for k in ("prompt", "response", "parsed", "correct", "status", "error")}
+            if self.optimized_on(member.sample):  # type: ignore[arg-type]
+                record.update(status="error", correct=None, error=(
+                    f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
+                    f"({self.options.prompts_path}); it cannot be scored with that prompt"))
+        return records
 
     def _upcoming(self, item: SampleItem) -> list[SampleItem]:
         """Up to batch size − 1 samples this process will run next, with the same generation length."""
@@ -236,9 +360,6 @@ class MllmSession:
                     break
         return upcoming
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._positions = {item.nodeid: n for n, item in enumerate(session.items)}
-
     # -- hooks: configuration and collection -----------------------------------------
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BenchmarkFile | None:
@@ -254,6 +375,9 @@ class MllmSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         report = yield
+        if call.when == "call" and hasattr(item, "result_json"):  # a TP-Eval task
+            report.mllm_tp = item.result_json()
+            report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
         if isinstance(item, SampleItem) and call.when == "call" and item.records:
             for record in item.records:
                 record["duration_s"] = round(report.duration / len(item.records), 6)
@@ -273,9 +397,53 @@ class MllmSession:
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.is_worker:
-            for record in _records_of(report):
-                self._records.append((record, report.mllm_spec))
+        if self.is_worker:
+            return
+        for record in _records_of(report):
+            self._records.append((record, report.mllm_spec))
+        if getattr(report, "mllm_tp", None):
+            self._task_optimized(json.loads(report.mllm_tp), load_spec(Path(report.mllm_spec)))
+
+    def _task_optimized(self, outcome: dict[str, Any], spec: BenchmarkSpec) -> None:
+        """Write a finished task into the prompts file at once: an interrupted run keeps it."""
+        from .tpeval.run import task_prompts
+
+        outcome["benchmark"] = spec.name
+        self.tp_outcomes.append(outcome)
+        if not outcome["already"]:
+            self.optimization.save(spec, outcome["task"], task_prompts(outcome["prompts"]))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._positions = {item.nodeid: n for n, item in enumerate(session.items)}
+        if self.options.optimize_path and not self.is_worker:
+            self._print_plan([(i.spec, i.task) for i in session.items if hasattr(i, "result_json")])  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller learns the selected tasks from the first worker's collection."""
+        if not self.options.optimize_path or self._plan_printed:
+            return
+        specs = {load_spec(p.resolve()).name: load_spec(p.resolve()) for p in self.options.benchmarks}
+        selected = []
+        for nodeid in ids:
+            name, _, task = nodeid.partition("::optimize::")
+            spec = specs.get(name.rsplit("/", 1)[-1].removesuffix(".yaml").removesuffix(".yml")) or specs.get(name)
+            if task and spec is not None:
+                selected.append((spec, task))
+        self._print_plan(selected)
+
+    def _print_plan(self, selected: list[tuple[BenchmarkSpec, str]]) -> None:
+        """Before an optimization starts: the calls it will make at most."""
+        self._plan_printed = True
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None:
+            return
+        try:
+            lines = self.optimization.plan_lines(selected)
+        except Exception as exc:  # noqa: BLE001 - the same problem errors the tests, with its full message
+            lines = [f"TP-Eval: the plan could not be computed ({exc})"]
+        for line in lines:
+            reporter.write_line(line, bold=True)
 
     # -- hooks: reporting ---------------------------------------------------------------
 
@@ -332,19 +500,44 @@ class MllmSession:
             "benchmarks": [str(p) for p in self.options.benchmarks],
             "strict": self.options.strict,
             "images_withheld": self.options.no_image,
+            "prompts": str(self.options.prompts_path) if self.options.prompts_path else None,
+            "prompts_model": self.prompts.model if self.prompts is not None else None,
+            "few_deselected": self.few_deselected,
             "gates": [g.text for g in self.options.gates],
             "baseline": str(self.options.baseline) if self.options.baseline else None,
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not (self.results_by_bench or self.verdicts):
+        if self.is_worker:
             return
-        from .terminal import (benchmark_tables, category_table, gates_table, incorrect_lines, judge_table, render,
-                               vrp_table)
+        if self.tp_outcomes:
+            from .terminal import render
+            from .tpeval.report import optimization_table
+
+            terminalreporter.section("pytest-mllm TP-Eval prompt customization")
+            terminalreporter.write(render([optimization_table(self.tp_outcomes)], terminalreporter._tw.fullwidth,
+                                          terminalreporter.hasmarkup))
+            for outcome in self.tp_outcomes:
+                for warning in outcome.get("warnings") or []:
+                    terminalreporter.write_line(f"warning: {warning}", yellow=True)
+            terminalreporter.write_line(f"pytest-mllm: prompts written to {self.options.optimize_path}")
+        if not (self.results_by_bench or self.verdicts):
+            return
+        from .terminal import (
+            benchmark_tables,
+            category_table,
+            gates_table,
+            incorrect_lines,
+            judge_table,
+            render,
+            vrp_table,
+        )
+        from .tpeval.report import tp_eval_table
 
         tables: list[Any] = []
         for result in self.results_by_bench.values():
-            tables += [*benchmark_tables(result), category_table(result), vrp_table(result), judge_table(result)]
+            tables += [*benchmark_tables(result), category_table(result), vrp_table(result), judge_table(result),
+                       tp_eval_table(result)]
         if self.verdicts:
             tables.append(gates_table(self.verdicts))
         terminalreporter.section("pytest-mllm scores")

@@ -1,0 +1,47 @@
+"""The test of one task in an optimization run: `<benchmark>::optimize::<task>`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..collect import SESSION_KEY
+from ..spec import BenchmarkSpec
+from .progress import TaskProgress
+
+
+class OptimizeTaskItem(pytest.Item):
+    """Optimizes one task's prompt for the model under test; passes with the prompt found."""
+
+    def __init__(self, *, spec: BenchmarkSpec, task: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.task = task
+        self.result: dict[str, Any] | None = None
+
+    def runtest(self) -> None:
+        mllm = self.config.stash[SESSION_KEY]
+        run = mllm.optimization
+        progress = TaskProgress(self.config, self.task, 0 if run.zero_shot else run.settings.rounds)
+        try:
+            self.result = run.optimize(self.spec, self.task, progress)
+        finally:
+            progress.close()
+        self.result["calls_made"] = dict(progress.counts)
+
+    def result_json(self) -> str | None:
+        return json.dumps(self.result) if self.result is not None else None
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        from .prompts_file import PromptsFileError
+        from .run import OptimizationError
+
+        if isinstance(excinfo.value, (OptimizationError, PromptsFileError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.spec.name}: optimize {self.task}"

@@ -1,0 +1,79 @@
+"""Progress of an optimization: a rich bar on a terminal, one line per round elsewhere, calls counted.
+
+Test output is captured while a task runs, so every write suspends capturing for its moment
+(as pytest's live logging does). Under xdist the workers' screens are not shown: the
+controller prints each task's outcome as its report arrives instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+
+class TaskProgress:
+    """`progress(event, n)` for one task: counts calls and shows where the task is."""
+
+    def __init__(self, config: pytest.Config, task: str, rounds: int) -> None:
+        self.config = config
+        self.task = task
+        self.rounds = rounds
+        self.counts = {"optimizer": 0, "scorer": 0}  # calls actually sent (replayed ones are free)
+        self.round = 0
+        self.visible = not hasattr(config, "workerinput")
+        self._bar: Any = None
+        self._bar_task: Any = None
+
+    def __call__(self, event: str, n: int) -> None:
+        if event in ("optimizer-made", "scorer-made"):
+            self.counts[event.split("-")[0]] += n
+        elif event == "round":
+            self.round = n
+            self._show()
+
+    def _show(self) -> None:
+        if not self.visible:
+            return
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else _nothing():
+            if sys.__stdout__ is not None and sys.__stdout__.isatty():
+                self._draw_bar()
+            else:
+                reporter = self.config.pluginmanager.getplugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(self._line())
+
+    def _line(self) -> str:
+        return (f"  TP-Eval {self.task}: round {self.round}/{self.rounds} · calls made: optimizer "
+                f"{self.counts['optimizer']}, model {self.counts['scorer']}")
+
+    def _draw_bar(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        if self._bar is None:
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[calls]}"), console=Console(file=sys.__stdout__),
+                                 auto_refresh=False, redirect_stdout=False, redirect_stderr=False, transient=True)
+            self._bar.start()
+            self._bar_task = self._bar.add_task(f"TP-Eval {self.task}", total=self.rounds, calls="")
+        calls = f"optimizer calls {self.counts['optimizer']} · model answers {self.counts['scorer']}"
+        self._bar.update(self._bar_task, completed=self.round, calls=calls)
+        self._bar.refresh()
+        if self.round >= self.rounds:
+            self._bar.stop()
+
+    def close(self) -> None:
+        """Take the bar down (a task that ended early)."""
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

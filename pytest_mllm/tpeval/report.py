@@ -1,0 +1,88 @@
+"""TP-Eval's report: original vs customized prompts per task (the paper's Table 2), and the
+outcome of an optimization run."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+Record = dict[str, Any]
+
+
+def tp_metrics(records: Sequence[Record]) -> dict[str, Any] | None:
+    """Per task and overall: accuracy under the benchmark's prompt and under the customized one.
+
+    Only samples answered under both prompts count, so the two accuracies share their samples.
+    Overall accuracy is over all such samples; the improvement ratio is relative to the original.
+    """
+    paired = [r for r in records if r.get("original") and r["status"] != "error"
+              and r["original"]["status"] != "error"]
+    if not any(r.get("original") for r in records):
+        return None
+    tasks: dict[str, dict[str, Any]] = {}
+    for task in dict.fromkeys(r["task"] for r in paired):
+        mine = [r for r in paired if r["task"] == task]
+        original = sum(bool(r["original"]["correct"]) for r in mine) / len(mine)
+        optimized = sum(bool(r["correct"]) for r in mine) / len(mine)
+        tasks[task] = {"samples": len(mine), "original_accuracy": original, "optimized_accuracy": optimized,
+                       "delta": optimized - original}
+    original = sum(bool(r["original"]["correct"]) for r in paired) / len(paired) if paired else 0.0
+    optimized = sum(bool(r["correct"]) for r in paired) / len(paired) if paired else 0.0
+    return {
+        "tasks": tasks,
+        "samples": len(paired),
+        "original_accuracy": original,
+        "optimized_accuracy": optimized,
+        "improved_tasks": sum(1 for t in tasks.values() if t["delta"] > 0),
+        "worse_tasks": sum(1 for t in tasks.values() if t["delta"] < 0),
+        "task_count": len(tasks),
+        "improvement_ratio": (optimized - original) / original if original else None,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.2f}"
+
+
+def tp_eval_table(result: Any) -> Any | None:
+    """Original vs customized prompt per task, improved tasks and the improvement ratio."""
+    from rich.table import Table
+
+    tp = result.scopes.get("tp_eval")
+    if not tp:
+        return None
+    title = f"{result.spec.name} · TP-Eval: benchmark prompt vs customized prompt (test split)"
+    table = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
+    for name, justify in (("task", "left"), ("samples", "right"), ("original acc %", "right"),
+                          ("customized acc %", "right"), ("Δ points", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for task, row in tp["tasks"].items():
+        table.add_row(task, str(row["samples"]), _pct(row["original_accuracy"]), _pct(row["optimized_accuracy"]),
+                      f"{100 * row['delta']:+.2f}")
+    table.add_row("overall", str(tp["samples"]), _pct(tp["original_accuracy"]), _pct(tp["optimized_accuracy"]),
+                  f"{100 * (tp['optimized_accuracy'] - tp['original_accuracy']):+.2f}", style="bold")
+    ratio = "—" if tp["improvement_ratio"] is None else f"{100 * tp['improvement_ratio']:+.1f} %"
+    table.caption = (f"improved tasks {tp['improved_tasks']}/{tp['task_count']} · worse {tp['worse_tasks']} · "
+                     f"improvement ratio {ratio}")
+    table.caption_justify = "left"
+    return table
+
+
+def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
+    """Each optimized task: its mode, the prompt found, D_few accuracy before and after, calls made."""
+    from rich.table import Table
+
+    table = Table(title="TP-Eval: prompts customized for the model under test (scores on D_few)",
+                  title_justify="left", show_edge=False)
+    for name in ("benchmark", "task", "mode", "original acc %", "chosen acc %", "chosen prompt", "calls made"):
+        table.add_column(name, overflow="fold")
+    for outcome in outcomes:
+        prompts = outcome["prompts"]
+        history = prompts.get("history") or []
+        first = history[0]["accuracy"] if history else None
+        chosen = next((h["accuracy"] for h in history if h["prompt"] == prompts["optimized"]), None)
+        calls = outcome.get("calls_made") or {}
+        made = "already in the file" if outcome.get("already") else (
+            f"optimizer {calls.get('optimizer', 0)} · model {calls.get('scorer', 0)}")
+        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], _pct(first), _pct(chosen),
+                      prompts["optimized"], made)
+    return table

@@ -1,0 +1,231 @@
+"""TP-Eval inside a pytest run (`--mllm-optimize=FILE`): one test per task, prompts written task by task.
+
+The scorer is the session's evaluator (the model under test, batched and cached), the
+optimizer a `CachedProposer` over the shared OpenAI-compatible client, the similarity
+all-MiniLM-L6-v2. Each finished task is merged into the prompts file at once, so an
+interrupted run keeps what it finished and replays the rest from the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..sample import Sample
+from ..spec import BenchmarkSpec, TaskSettings
+from .counter import edit_budget
+from .metaprompt import Example
+from .optimizer import TaskOptimizer, planned_calls
+from .score import Candidate
+from .prompts_file import (
+    PromptsFile,
+    PromptsFileError,
+    TaskPrompts,
+    read_prompts,
+    write_prompts,
+)
+from .settings import TpSettings
+from .slot import PromptSlot
+from .split import FewShotError, split_task
+from .zero_shot import zero_shot_prompt
+
+if TYPE_CHECKING:
+    from ..session import MllmSession
+
+EXAMPLES_SHOWN = 3  # D_few examples with their answers in each meta-prompt
+
+
+class OptimizationError(Exception):
+    """A task cannot be optimized (too few examples, a model that only errors); it errors alone."""
+
+
+def with_template(spec: BenchmarkSpec, task: str, template: str) -> BenchmarkSpec:
+    """`spec` with `task` asked through `template` (its parser unchanged)."""
+    parser = spec.task_settings(task).parser
+    return dataclasses.replace(spec, tasks={**spec.tasks, task: TaskSettings(parser=parser, prompt=template)})
+
+
+def task_prompts(raw: dict[str, Any]) -> TaskPrompts:
+    """A task's prompts back from the plain dict that crossed from a worker."""
+    return TaskPrompts(**{**raw, "history": [Candidate.from_dict(c) for c in raw["history"]]})
+
+
+def task_order(samples: Sequence[Any]) -> list[str]:
+    """Tasks in the order their first sample appears."""
+    return list(dict.fromkeys(s.task for s in samples))
+
+
+class OptimizationRun:
+    """Per-process state of an optimization: settings, the optimizer, the similarity model, splits."""
+
+    def __init__(self, session: MllmSession) -> None:
+        self.session = session
+        tp = session.options.tp_options
+        self.settings: TpSettings = tp["settings"]
+        self.split_source: str = tp["split"]
+        self.zero_shot: bool = tp["zero_shot"]
+        self.path: Path = session.options.optimize_path  # type: ignore[assignment]
+        self._proposer: Any = None
+        self._similarity: Any = None
+
+    # -- the parts, built on first use ---------------------------------------------------------
+
+    @property
+    def proposer(self) -> Any:
+        if self._proposer is None:
+            from ..openai_client import ChatClient
+            from .proposer import CachedProposer
+
+            o = self.session.options.optimizer_options
+            client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
+                                concurrency=o["concurrency"])
+            model = o["model"].removeprefix("openai:")
+            cache = self.session.evaluator.cache if self.session.options.cache_mode != "off" else None
+            if cache is None and self.session.options.cache_mode != "off":
+                from ..cache import ResponseCache
+
+                cache = ResponseCache(self.session.options.cache_path, read=self.session.options.cache_mode != "refresh")
+            self._proposer = CachedProposer(client, model, identity=f"{o['model']}@{client.base_url}",
+                                            max_tokens=o["max_tokens"], cache=cache)
+        return self._proposer
+
+    @property
+    def similarity(self) -> Callable[[str, str], float]:
+        if self._similarity is None:
+            from .similarity import Similarity
+
+            self._similarity = Similarity()
+        return self._similarity
+
+    # -- splits and plans ----------------------------------------------------------------------
+
+    def split(self, spec: BenchmarkSpec, task: str) -> tuple[list[Sample], list[Sample]]:
+        """D_few and D_test of one task; too few examples raise OptimizationError for that task alone."""
+        samples = [s for s in self.session.samples_for(spec) if isinstance(s, Sample) and s.task == task]
+        try:
+            return split_task(task, samples, few=self.settings.few, seed=self.settings.seed, source=self.split_source)
+        except FewShotError as exc:
+            raise OptimizationError(str(exc)) from None
+
+    def plan_lines(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> list[str]:
+        """What optimizing the selected (benchmark, task) pairs will cost at most, printed before it starts."""
+        lines = []
+        for spec in {spec.name: spec for spec, _ in selected}.values():
+            tasks = [task for s, task in selected if s.name == spec.name]
+            done = self._finished_tasks(spec)
+            todo = [t for t in tasks if t not in done]
+            if self.zero_shot:
+                lines.append(f"TP-Eval {spec.name}: {len(todo)} task(s) zero-shot from {len(done)} optimized task(s): "
+                             f"at most {len(todo) * self.settings.per_round} optimizer calls, no model answers")
+                continue
+            calls = planned_calls(self.settings, self.settings.few)
+            lines.append(
+                f"TP-Eval {spec.name}: {len(todo)} task(s) to optimize ({len(tasks) - len(todo)} already in {self.path}); "
+                f"N={self.settings.rounds} rounds × M={self.settings.per_round} prompts, D_few={self.settings.few}: "
+                f"at most {calls['optimizer'] * len(todo)} optimizer calls and {calls['scorer'] * len(todo)} "
+                "model answers (stored answers are replayed free)")
+        return lines
+
+    # -- the prompts file ----------------------------------------------------------------------
+
+    def _existing(self, spec: BenchmarkSpec) -> PromptsFile | None:
+        if not self.path.exists():
+            return None
+        existing = read_prompts(self.path)
+        if (existing.model, existing.benchmark) != (self.session.options.model, spec.name):
+            raise PromptsFileError(
+                f"{self.path} holds prompts of model {existing.model!r} for benchmark {existing.benchmark!r}; "
+                f"this run optimizes {self.session.options.model!r} on {spec.name!r}: choose another --mllm-optimize path")
+        return existing
+
+    def _finished_tasks(self, spec: BenchmarkSpec) -> dict[str, TaskPrompts]:
+        existing = self._existing(spec)
+        if existing is None or existing.settings != self.settings_dict():
+            return {}
+        return dict(existing.tasks)
+
+    def settings_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self.settings), "split": self.split_source}
+
+    def save(self, spec: BenchmarkSpec, task: str, prompts: TaskPrompts) -> None:
+        """Merge one finished task into the prompts file (atomically)."""
+        existing = self._existing(spec)
+        tasks = dict(existing.tasks) if existing is not None and existing.settings == self.settings_dict() else {}
+        tasks[task] = prompts
+        write_prompts(self.path, PromptsFile(
+            model=self.session.options.model or "", benchmark=spec.name, benchmark_version=spec.version,
+            optimizer=self.session.options.optimizer_options["model"], settings=self.settings_dict(), tasks=tasks))
+
+    # -- one task --------------------------------------------------------------------------------
+
+    def optimize(self, spec: BenchmarkSpec, task: str, progress: Callable[[str, int], None]) -> dict[str, Any]:
+        """Optimize `task`'s prompt for the model under test; the result as the prompts file holds it."""
+        done = self._finished_tasks(spec)
+        if task in done:
+            return {"task": task, "already": True, "prompts": done[task].as_dict(), "warnings": []}
+        original_template = spec.task_settings(task).prompt
+        slot = PromptSlot.from_template(original_template, self.settings.mode, task)
+        if self.zero_shot:
+            return self._zero_shot(spec, task, slot, done)
+        few, _ = self.split(spec, task)
+        evaluate = self._scorer(spec, task, few, progress)
+        optimizer = TaskOptimizer(
+            task=task, slot=slot, settings=self.settings, evaluate=evaluate, propose=self._counted(progress),
+            similarity=self.similarity, examples=[Example(s.question, s.answer) for s in few[:EXAMPLES_SHOWN]],
+            description=_describe(spec, task, few), on_progress=progress)
+        outcome = optimizer.run()
+        prompts = TaskPrompts(
+            mode=slot.mode, original=slot.instruction, optimized=outcome.best.prompt,
+            template=slot.render(outcome.best.prompt), d_few=[s.id for s in few],
+            history=list(outcome.history))
+        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": outcome.warnings}
+
+    def _counted(self, progress: Callable[[str, int], None]) -> Callable[..., list[str | Exception]]:
+        def propose(conversations: Sequence[Any], temperature: float) -> list[str | Exception]:
+            before = self.proposer.made
+            replies = self.proposer(conversations, temperature)
+            progress("optimizer-made", self.proposer.made - before)
+            return replies
+
+        return propose
+
+    def _scorer(self, spec: BenchmarkSpec, task: str, few: list[Sample],
+                progress: Callable[[str, int], None]) -> Callable[[str], tuple[float, list[Example]]]:
+        """template → (accuracy on D_few, the wrong answers); a model that answers nothing is an error."""
+
+        def evaluate(template: str) -> tuple[float, list[Example]]:
+            asked = with_template(spec, task, template)
+            records = self.session.evaluator.evaluate([(s, asked) for s in few])
+            progress("scorer-made", sum(1 for r in records if not r["cached"] and r["status"] != "error"))
+            answered = [r for r in records if r["status"] != "error"]
+            if not answered:
+                raise OptimizationError(f"task {task!r}: the model under test answered none of the {len(few)} D_few "
+                                        f"samples; first error: {records[0]['error']}")
+            wrong = [Example(r["question"], str(r["answer"]), r["response"]) for r in answered if not r["correct"]]
+            return (len(answered) - len(wrong)) / len(answered), wrong
+
+        return evaluate
+
+    def _zero_shot(self, spec: BenchmarkSpec, task: str, slot: PromptSlot,
+                   done: dict[str, TaskPrompts]) -> dict[str, Any]:
+        if not done:
+            raise OptimizationError(
+                f"--mllm-tp-zero-shot needs optimized tasks as examples in {self.path}; optimize some tasks of "
+                f"{spec.name!r} first (without --mllm-tp-zero-shot)")
+        examples = [(name, p.original, p.optimized) for name, p in done.items() if p.mode != "zero-shot"]
+        counter = edit_budget(1, self.settings.rounds, len(slot.instruction.split()), 1)
+        chosen, warnings = zero_shot_prompt(task=task, original=slot.instruction, examples=examples, counter=counter,
+                                            propose=self.proposer, settings=self.settings)
+        prompts = TaskPrompts(mode="zero-shot", original=slot.instruction, optimized=chosen,
+                              template=slot.render(chosen), d_few=[], history=[])
+        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": warnings}
+
+
+def _describe(spec: BenchmarkSpec, task: str, few: Sequence[Sample]) -> str:
+    """What the optimizer is told about the task."""
+    kind = {"yes_no": "answered yes or no", "choice": "multiple choice, answered with an option letter",
+            "open": "open-ended"}.get(few[0].answer_type if few else "open", "open-ended")
+    about = f" ({spec.description.strip()})" if spec.description.strip() else ""
+    return f"Task {task!r} of the benchmark {spec.name}{about}: questions about an image, {kind}."
