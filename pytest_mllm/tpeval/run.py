@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..sample import Sample
 from ..spec import BenchmarkSpec, TaskSettings
-from .counter import edit_budget
+from .counter import edit_start
 from .metaprompt import Example
 from .optimizer import TaskOptimizer, planned_calls
 from .score import Candidate
@@ -215,7 +215,7 @@ class OptimizationRun:
                 f"--mllm-tp-zero-shot needs optimized tasks as examples in {self.path}; optimize some tasks of "
                 f"{spec.name!r} first (without --mllm-tp-zero-shot)")
         examples = [(name, p.original, p.optimized) for name, p in done.items() if p.mode != "zero-shot"]
-        counter = edit_budget(1, self.settings.rounds, len(slot.instruction.split()), 1)
+        counter = edit_start(slot.instruction)  # one shot: the first round's budget
         chosen, warnings = zero_shot_prompt(task=task, original=slot.instruction, examples=examples, counter=counter,
                                             propose=self.proposer, settings=self.settings)
         prompts = TaskPrompts(mode="zero-shot", original=slot.instruction, optimized=chosen,

@@ -32,7 +32,7 @@ def zero_shot_prompt(*, task: str, original: str, examples: Sequence[tuple[str, 
     """The first usable of `settings.per_round` draws, else the original (with a warning saying so)."""
     messages = zero_shot_messages(task=task, original=original, examples=examples, counter=counter)
     replies = propose([messages] * settings.per_round, settings.temperature)
-    max_words = 4 * len(original.split()) + 20
+    max_words = settings.word_limit(original)
     for reply in replies:
         if isinstance(reply, str):
             candidate = extract_prompt(reply, original=original, max_words=max_words)
