@@ -519,7 +519,8 @@ class MllmSession:
                                           terminalreporter.hasmarkup))
             for outcome in self.tp_outcomes:
                 for warning in outcome.get("warnings") or []:
-                    terminalreporter.write_line(f"warning: {warning}", yellow=True)
+                    terminalreporter.write_line(f"warning: {outcome['benchmark']}::{outcome['task']}: {warning}",
+                                                yellow=True)
             terminalreporter.write_line(f"pytest-mllm: prompts written to {self.options.optimize_path}")
         if not (self.results_by_bench or self.verdicts):
             return

@@ -68,21 +68,25 @@ def tp_eval_table(result: Any) -> Any | None:
 
 
 def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
-    """Each optimized task: its mode, the prompt found, D_few accuracy before and after, calls made."""
+    """Each optimized task: its mode, D_few accuracy before and after, calls made, and the prompt chosen."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title="TP-Eval: prompts customized for the model under test (scores on D_few)",
+    table = Table(title="TP-Eval: prompts customized for the model under test (accuracy on D_few)",
                   title_justify="left", show_edge=False)
-    for name in ("benchmark", "task", "mode", "original acc %", "chosen acc %", "chosen prompt", "calls made"):
-        table.add_column(name, overflow="fold")
+    for name in ("benchmark", "task", "mode", "original %", "chosen %", "optimizer calls", "model answers"):
+        table.add_column(name, justify="left" if name in ("benchmark", "task", "mode") else "right")
+    prompts_chosen = Text()
     for outcome in outcomes:
         prompts = outcome["prompts"]
         history = prompts.get("history") or []
         first = history[0]["accuracy"] if history else None
         chosen = next((h["accuracy"] for h in history if h["prompt"] == prompts["optimized"]), None)
         calls = outcome.get("calls_made") or {}
-        made = "already in the file" if outcome.get("already") else (
-            f"optimizer {calls.get('optimizer', 0)} · model {calls.get('scorer', 0)}")
-        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], _pct(first), _pct(chosen),
-                      prompts["optimized"], made)
-    return table
+        made = ("in the file", "") if outcome.get("already") else (str(calls.get("optimizer", 0)),
+                                                                  str(calls.get("scorer", 0)))
+        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], _pct(first), _pct(chosen), *made)
+        prompts_chosen.append(f"{outcome['task']}: ", style="bold")
+        prompts_chosen.append(f"{prompts['optimized']}\n")
+    return Group(table, Text(""), prompts_chosen)
