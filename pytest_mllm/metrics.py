@@ -1,4 +1,5 @@
-"""Benchmark metrics over per-sample records: accuracy, accuracy+, MME scores, POPE, categories.
+"""Benchmark metrics over per-sample records: accuracy, accuracy+, MME scores, POPE, categories,
+and the mean per-sample score of parsers scored against references (ANLS, VQA match, …).
 
 Records whose status is "error" never enter a metric: they are counted apart, so a
 model crash or bad sample can never turn into a score. Float operations follow MME's
@@ -7,13 +8,14 @@ official calculation order so that our numbers equal it to the last digit.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 Record = Mapping[str, Any]
 Scope = dict[str, float | int]
 
-KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge")
+KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge", "mean_score")
 
 # VRPTEST's radar axes: the variant attribute and value each one averages over.
 VRP_AXES: dict[str, tuple[str, str]] = {
@@ -26,6 +28,17 @@ VRP_AXES: dict[str, tuple[str, str]] = {
 def accuracy(records: Sequence[Record]) -> float:
     """Fraction of records answered correctly."""
     return sum(1 for r in records if r["correct"]) / len(records)
+
+
+def mean_score(records: Sequence[Record]) -> float:
+    """Mean per-sample score: the record's `score` (ANLS, VQA match, BLEU-4 … in [0, 1]) where its
+    parser gives one, else 1.0 or 0.0 by correctness, so yes/no and choice tasks count as accuracy.
+
+    The official continuous metric of each LIME-M subtask; scopes wider than a task (groups,
+    overall) average over samples, as accuracy does, not over task means.
+    """
+    scores = [r["score"] if r.get("score") is not None else float(bool(r["correct"])) for r in records]
+    return math.fsum(scores) / len(scores)
 
 
 def accuracy_plus(records: Sequence[Record]) -> float | None:
@@ -73,6 +86,8 @@ def scope_metrics(records: Sequence[Record], enabled: Iterable[str]) -> Scope:
     if not scored:
         return scope
     scope["accuracy"] = accuracy(scored)
+    if "mean_score" in enabled:
+        scope["mean_score"] = mean_score(scored)
     if enabled & {"accuracy_plus", "mme_score"}:
         acc_plus = accuracy_plus(_complete_groups(records))
         if acc_plus is not None:

@@ -2,6 +2,15 @@
 
 Every parser maps (response, sample) to a normalized answer string; "other" means no
 answer could be read, which always scores as wrong.
+
+Parsers scored against the reference answers with a per-sample score in [0, 1] (LIME-M's
+subtask metrics, see `answer_metrics.py`) read the answer as the response's first line,
+stripped, and are named after their metric:
+
+* ``anls``: ANLS (DocVQA, InfoVQA), correct at an exact match (score 1.0);
+* ``relaxed_accuracy``: ChartQA's 5 % numeric tolerance, else case-insensitive equality;
+* ``vqa_match``: the VQA match score over human answers (TextVQA, OK-VQA), correct at 0.6;
+* ``caption_bleu4``: sentence BLEU-4 of a caption (COCO, TextCaps, NoCaps), correct at 0.2.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from .answer_metrics import SCORERS
 from .sample import Sample
 
 OTHER = "other"
@@ -104,7 +114,13 @@ def code(response: str, sample: Sample | None = None) -> str:
     return response.strip("\n")
 
 
-PARSERS: dict[str, Parser] = {
+def answer_text(response: str, sample: Sample | None = None) -> str:
+    """The answer to score against references: the response's first line, stripped ("" if empty)."""
+    lines = response.strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+_VERDICT_PARSERS: dict[str, Parser] = {
     "mme": mme_official,
     "yes_no_lenient": yes_no_lenient,
     "pope": pope,
@@ -112,6 +128,9 @@ PARSERS: dict[str, Parser] = {
     "exact": exact,
     "code_bleu4": code,
 }
+# Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
+SCORED_PARSERS: dict[str, Parser] = {name: answer_text for name in SCORERS}
+PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 
 def normalize_answer(answer: str, parser_name: str) -> str:
@@ -122,6 +141,8 @@ def normalize_answer(answer: str, parser_name: str) -> str:
         return exact(answer)
     if parser_name == "code_bleu4":
         return answer
+    if parser_name in SCORED_PARSERS:
+        return answer.strip()  # shown as given; scoring uses every reference, normalised by its metric
     return answer.strip().lower()
 
 
@@ -130,5 +151,6 @@ def get_parser(name: str) -> Parser:
     try:
         return PARSERS[name]
     except KeyError:
-        known = ", ".join(sorted(PARSERS))
-        raise KeyError(f"unknown answer parser {name!r}; known parsers: {known}") from None
+        known, scored = ", ".join(sorted(_VERDICT_PARSERS)), ", ".join(sorted(SCORED_PARSERS))
+        raise KeyError(f"unknown answer parser {name!r}; known parsers: {known}; "
+                       f"scored against references: {scored}") from None

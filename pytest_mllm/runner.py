@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .cache import ResponseCache, cache_key
 from .images import DEFAULT_MAX_PIXELS, ImageError, load_image
-from .parsers import get_parser, normalize_answer
+from .parsers import SCORED_PARSERS, get_parser, normalize_answer
 from .sample import Model, Request, Response, Sample
 from .spec import BenchmarkSpec
 
@@ -66,12 +66,15 @@ def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         "human_label": sample.metadata.get("human_label"),
         "word_match": None,
         "judge": None,
+        "score": None,  # per-sample score in [0, 1] from parsers scored against references (anls, …)
     }
 
 
 def score_record(record: Record, sample: Sample, response: Response) -> Record:
     """Parse the response and set the verdict (open answers: word matching until a judge rules)."""
     parsed = get_parser(record["parser"])(response.text, sample)
+    if record["parser"] in SCORED_PARSERS:
+        return _score_against_references(record, sample, response, parsed)
     if record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
         from .vrp.code_match import relaxed_code_match
 
@@ -88,6 +91,26 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
     else:
         correct = parsed == record["answer"]
     record.update(response=response.text, parsed=parsed, correct=correct,
+                  status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+    return record
+
+
+def _score_against_references(record: Record, sample: Sample, response: Response, parsed: str) -> Record:
+    """A continuous score (ANLS, relaxed accuracy, VQA match, caption BLEU-4) and the verdict its
+    threshold gives; a metric that cannot run (no sacrebleu, no reference) errors this sample alone."""
+    from .answer_metrics import score_answer
+
+    given = sample.metadata.get("references")
+    if given is not None and (not isinstance(given, (list, tuple)) or not all(isinstance(r, str) for r in given)):
+        record.update(response=response.text, parsed=parsed, error="bad reference answers: metadata "
+                      f"'references' must be a list of strings, not {given!r}")
+        return record
+    try:
+        score, correct = score_answer(record["parser"], parsed, references(sample))
+    except (ImportError, ValueError) as exc:
+        record.update(response=response.text, parsed=parsed, error=f"cannot score the answer: {exc}")
+        return record
+    record.update(response=response.text, parsed=parsed, score=score, correct=correct,
                   status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
     return record
 

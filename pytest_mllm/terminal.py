@@ -22,6 +22,8 @@ def _columns(result: BenchmarkResult) -> list[str]:
         cols.append("accuracy_plus")
     if "mme_score" in result.spec.metrics:
         cols.append("score")
+    if "mean_score" in result.spec.metrics:
+        cols.append("mean_score")
     return cols
 
 
@@ -43,8 +45,8 @@ def _durations(result: BenchmarkResult) -> dict[str, float]:
     return times
 
 
-_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "prec %",
-            "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
+_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "mean_score": "mean score %",
+            "precision": "prec %", "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
 
 
 def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], str | None]],
@@ -168,8 +170,9 @@ def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str
     for record in wrong[:limit]:
         response = (record["response"] or "").replace("\n", " ")
         response = response if len(response) <= 80 else response[:77] + "..."
+        score = f" (score {record['score']:.3f})" if record.get("score") is not None else ""
         lines.append(f"{record['benchmark']}::{record['id']}: Q {record['question']!r} "
-                     f"expected {record['answer']!r}, got {response!r} → {record['parsed']!r}")
+                     f"expected {record['answer']!r}, got {response!r} → {record['parsed']!r}{score}")
     if len(wrong) > limit:
         lines.append(f"… and {len(wrong) - limit} more (all of them are in --mllm-json; -v lists each)")
     return lines

@@ -1,0 +1,256 @@
+"""Per-sample answer metrics scored against reference answers, as LIME-M's subtasks use them.
+
+Each metric maps (answer, references) to a score in [0, 1]; a sample counts as correct when
+its score reaches the metric's threshold. The parser of the same name (see `parsers.py`)
+reads the answer: the response stripped, first line only.
+
+* ``anls``: ANLS, the best over the references; correct at 1.0 (an exact match after
+  lowercasing and collapsing spaces). LIME-M: InfoVQA (and DocVQA-style OCR questions).
+* ``relaxed_accuracy``: 1.0 when a number is within 5 % of the target, or a non-number equals
+  it ignoring case, else 0.0; correct at 1.0. LIME-M: ChartQA.
+* ``vqa_match``: the VQA accuracy ("match score") against the human answers; correct at 0.6,
+  i.e. two of ten humans gave the answer. LIME-M: TextVQA, OK-VQA.
+* ``caption_bleu4``: sentence BLEU-4 (sacrebleu) against all reference captions, in 0–1;
+  correct at 0.2. LIME-M: COCO Caption, TextCaps (NoCaps in LIME's curation).
+
+Sources: LIME (Zhu et al. 2024, arXiv:2409.06851), whose code (github.com/kangreen0210/LIME,
+read in its mirror kangreen0210/LIME-rebuttal) is a fork of lmms-eval.
+
+* **Scores.** Its task folders ``lmms_eval/tasks/*_suit/`` compute ANLS for InfoVQA
+  (lmms-eval's ``anls`` in ``lmms_eval/api/metrics.py``), ChartQA's ``relaxed_correctness``
+  (``chartqa_suit/utils.py``: 5 % relative tolerance for numbers, a trailing ``%`` divides by
+  100, otherwise a case-insensitive string comparison), and for TextVQA and OK-VQA the VQA
+  accuracy logged as ``exact_match`` (``textvqa_suit/utils.py``, ``ok_vqa_suit/utils.py``):
+  answers and prediction pass through lmms-eval's ``EvalAIAnswerProcessor``
+  (``lmms_eval/tasks/_task_utils/vqa_eval_metric.py``, the VQA challenge's normalisation),
+  then each of the n human answers contributes min(1, m / 3), m being how many of the other
+  n − 1 humans gave the predicted answer, and the n values are averaged. With ten humans of
+  whom k gave the prediction that is 0.3, 0.6, 0.9 and 1.0 for k = 1, 2, 3 and ≥ 4.
+  Captions are scored there by corpus-level COCO metrics (BLEU-1…4, METEOR, ROUGE-L, CIDEr).
+* **Thresholds.** LIME's curation (``utils/filter_func.py``) counts a model as right on a
+  sample when its per-sample score is ``>= threshold``, 1.0 by default; the script's own
+  calls pass 0.6 for OK-VQA and 0.2 for NoCaps captions. Hence 1.0 for ANLS and relaxed
+  accuracy, 0.6 for the VQA match score (TextVQA shares OK-VQA's metric, so its threshold
+  too) and 0.2 for captions. The curation code does not show which per-caption metric its
+  0.2 applies to; here it applies to BLEU-4 on a 0–1 scale.
+
+Deliberate differences from the reference implementations, all documented at the function:
+
+* caption BLEU-4 is sacrebleu's, per caption, not pycocoevalcap's (which needs Java for its
+  PTB tokeniser); text is lowercased, tokenised by sacrebleu's 13a tokeniser and stripped of
+  punctuation tokens, as COCO's tokeniser strips them; no smoothing, so a caption sharing no
+  4-gram with any reference (or shorter than 4 words) scores 0, as with COCO's BLEU-4;
+* ``vqa_match`` with a single reference is an exact match after normalisation (the official
+  leave-one-out average would always be 0 with fewer than two human answers);
+* ``relaxed_accuracy`` takes the best over several references (ChartQA has one).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+ANLS_THRESHOLD = 0.5  # an ANLS below this is 0 (DocVQA's rule)
+RELAXED_TOLERANCE = 0.05  # ChartQA: numbers within 5 % of the target are right
+
+Scorer = Callable[[str, Sequence[str]], float]
+
+
+# --------------------------------------------------------------------------- ANLS
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions), one DP row at a time.
+
+    Plain Python on purpose: answers are a few dozen characters, where a compiled library
+    (rapidfuzz, Levenshtein) saves microseconds at the cost of a dependency."""
+    if len(a) < len(b):
+        a, b = b, a
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        previous_diagonal, row[0] = row[0], i
+        for j, cb in enumerate(b, start=1):
+            previous_diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous_diagonal + (ca != cb))
+    return row[-1]
+
+
+def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHOLD) -> float:
+    """Average Normalised Levenshtein Similarity of one answer: the best over the references.
+
+    Both strings are lowercased with whitespace collapsed before the edit distance; the
+    distance is divided by the longer of the two strings *as given* (DocVQA's evaluation and
+    lmms-eval's ``anls`` measure the length before normalising, so surrounding spaces count).
+    A similarity below `threshold` (0.5) is 0; exactly 0.5 is kept.
+    """
+    answer_norm = _squash(answer)
+    best = 0.0
+    for reference in references:
+        length = max(len(reference.upper()), len(answer.upper()))
+        distance = levenshtein(_squash(reference), answer_norm) / length if length else 0.0
+        best = max(best, 1.0 - distance)
+    return best if best >= threshold else 0.0
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.strip().lower().split())
+
+
+# --------------------------------------------------------------------------- relaxed accuracy
+
+
+def _number(text: str) -> float | None:
+    """ChartQA's reading of a number: Python's float(), a trailing % divides by 100."""
+    try:
+        return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        return None
+
+
+def relaxed_correct(answer: str, target: str, tolerance: float = RELAXED_TOLERANCE) -> bool:
+    """ChartQA's relaxed correctness: within `tolerance` of a non-zero numeric target, else equal
+    ignoring case. A target of 0 (or a non-number) is compared as text."""
+    value, goal = _number(answer), _number(target)
+    if value is not None and goal:
+        return abs(value - goal) / abs(goal) <= tolerance
+    return answer.lower() == target.lower()
+
+
+def relaxed_accuracy(answer: str, references: Sequence[str]) -> float:
+    """1.0 when the answer is relaxed-correct for any reference, else 0.0."""
+    return 1.0 if any(relaxed_correct(answer, r) for r in references) else 0.0
+
+
+# --------------------------------------------------------------------------- VQA match score
+
+# The VQA challenge's answer normalisation as lmms-eval applies it (EvalAIAnswerProcessor).
+_VQA_PUNCTUATION = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`",
+                    ",", "?", "!")
+_DIGIT_COMMA = re.compile(r"(?<=\d),+(?=\d)")
+# The reference pattern is "(?!<=\d)(\.)(?!\d)"; its first group is a lookahead that can never
+# fail before a ".", so it removes every period not followed by a digit ...
+_PERIOD = re.compile(r"\.(?!\d)")
+_PERIOD_LIMIT = 32  # ... at most 32 of them: the reference passes re.UNICODE (32) as sub()'s count.
+_NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+                 "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+_ARTICLES = {"a", "an", "the"}
+# Contractions written without apostrophes, restored. Only lowercase forms are listed: the
+# reference table's capitalised keys (Im, Ive, Id've) never match lowercased text.
+_CONTRACTIONS = dict(pair.split("=") for pair in """
+aint=ain't arent=aren't cant=can't couldve=could've couldnt=couldn't couldn'tve=couldn't've
+couldnt've=couldn't've didnt=didn't doesnt=doesn't dont=don't hadnt=hadn't hadnt've=hadn't've
+hadn'tve=hadn't've hasnt=hasn't havent=haven't hed=he'd hed've=he'd've he'dve=he'd've hes=he's
+howd=how'd howll=how'll hows=how's isnt=isn't itd=it'd itd've=it'd've it'dve=it'd've itll=it'll
+maam=ma'am mightnt=mightn't mightnt've=mightn't've mightn'tve=mightn't've mightve=might've
+mustnt=mustn't mustve=must've neednt=needn't notve=not've oclock=o'clock oughtnt=oughtn't
+ow's'at='ow's'at 'ows'at='ow's'at 'ow'sat='ow's'at shant=shan't shed've=she'd've she'dve=she'd've
+shouldve=should've shouldnt=shouldn't shouldnt've=shouldn't've shouldn'tve=shouldn't've
+somebody'd=somebodyd somebodyd've=somebody'd've somebody'dve=somebody'd've somebodyll=somebody'll
+somebodys=somebody's someoned=someone'd someoned've=someone'd've someone'dve=someone'd've
+someonell=someone'll someones=someone's somethingd=something'd somethingd've=something'd've
+something'dve=something'd've somethingll=something'll thats=that's thered=there'd
+thered've=there'd've there'dve=there'd've therere=there're theres=there's theyd=they'd
+theyd've=they'd've they'dve=they'd've theyll=they'll theyre=they're theyve=they've twas='twas
+wasnt=wasn't wed've=we'd've we'dve=we'd've weve=we've werent=weren't whatll=what'll whatre=what're
+whats=what's whatve=what've whens=when's whered=where'd wheres=where's whereve=where've whod=who'd
+whod've=who'd've who'dve=who'd've wholl=who'll whos=who's whove=who've whyll=why'll whyre=why're
+whys=why's wont=won't wouldve=would've wouldnt=wouldn't wouldnt've=wouldn't've
+wouldn'tve=wouldn't've yall=y'all yall'll=y'all'll y'allll=y'all'll yall'd've=y'all'd've
+y'alld've=y'all'd've y'all'dve=y'all'd've youd=you'd youd've=you'd've you'dve=you'd've youll=you'll
+youre=you're youve=you've
+""".split())
+
+
+def normalize_vqa_answer(text: str) -> str:
+    """The VQA answer normalisation, step by step as lmms-eval's EvalAI processor does it.
+
+    1. lowercase; drop "," and "?"; split a possessive "'s" off its word; newlines and tabs
+       become spaces; strip;
+    2. each punctuation mark of ; / [ ] " { } ( ) = + \\ _ - > < @ ` , ? ! is deleted where it
+       touches a space somewhere in the text (or the text has a comma between digits),
+       otherwise replaced by a space; periods not followed by a digit are deleted;
+    3. per word: number words zero–ten become digits ("none" is "0"), the articles a/an/the
+       are dropped, and contractions written without apostrophes get them back.
+    """
+    text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
+    text = text.replace("\n", " ").replace("\t", " ").strip()
+    out = text
+    for mark in _VQA_PUNCTUATION:
+        touches = mark + " " in text or " " + mark in text
+        out = out.replace(mark, "" if touches or _DIGIT_COMMA.search(text) else " ")
+    out = _PERIOD.sub("", out, count=_PERIOD_LIMIT)
+    words = [_NUMBER_WORDS.get(w, w) for w in out.lower().split()]
+    return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
+
+
+def vqa_match(answer: str, references: Sequence[str]) -> float:
+    """VQA accuracy of one answer against the human answers (duplicates count).
+
+    For each human answer, min(1, (other humans giving the predicted answer) / 3); the mean
+    over all humans, computed exactly and rounded once. One reference: 1.0 or 0.0 by exact match.
+    """
+    mine = normalize_vqa_answer(answer)
+    humans = [normalize_vqa_answer(r) for r in references]
+    if len(humans) == 1:
+        return 1.0 if humans[0] == mine else 0.0
+    agreeing = sum(h == mine for h in humans)
+    shares = [Fraction(min(3, agreeing - (h == mine)), 3) for h in humans]
+    return float(sum(shares, Fraction(0)) / len(shares))
+
+
+# --------------------------------------------------------------------------- caption BLEU-4
+
+# Punctuation tokens COCO's PTB tokeniser removes from captions before scoring.
+_CAPTION_PUNCTUATION = {"''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-",
+                        "--", "...", ";"}
+
+
+def _sacrebleu() -> tuple[Any, Any]:
+    """sacrebleu's BLEU class and 13a tokeniser, or an ImportError that says how to get them."""
+    try:
+        from sacrebleu import BLEU
+        from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    except ImportError:
+        raise ImportError("caption BLEU-4 needs sacrebleu: pip install sacrebleu (or pytest-mllm[vrp])") from None
+    return BLEU, Tokenizer13a
+
+
+def caption_tokens(text: str) -> str:
+    """Lowercased, sacrebleu-13a-tokenised caption without punctuation tokens, space-joined."""
+    tokenize = _sacrebleu()[1]()
+    return " ".join(t for t in tokenize(text.lower().strip()).split() if t not in _CAPTION_PUNCTUATION)
+
+
+def caption_bleu4(answer: str, references: Sequence[str]) -> float:
+    """Sentence BLEU-4 of a caption against all reference captions, in 0–1.
+
+    sacrebleu's BLEU (n-gram counts clipped by the most generous reference, brevity penalty
+    from the reference closest in length) without smoothing, on `caption_tokens`. Scored as a
+    one-sentence corpus, which gives the same number as sentence scoring without its warning.
+    """
+    bleu = _sacrebleu()[0](tokenize="none", smooth_method="none", max_ngram_order=4)
+    score = bleu.corpus_score([caption_tokens(answer)], [[caption_tokens(r)] for r in references]).score
+    return min(1.0, max(0.0, score / 100))
+
+
+# --------------------------------------------------------------------------- registry
+
+# parser name → (scoring function, the score at which a sample counts as correct)
+SCORERS: dict[str, tuple[Scorer, float]] = {
+    "anls": (anls, 1.0),
+    "relaxed_accuracy": (relaxed_accuracy, 1.0),
+    "vqa_match": (vqa_match, 0.6),
+    "caption_bleu4": (caption_bleu4, 0.2),
+}
+
+
+def score_answer(parser_name: str, answer: str, references: Sequence[str]) -> tuple[float, bool]:
+    """(score in [0, 1], correct) of `answer` under the metric of `parser_name`."""
+    scorer, threshold = SCORERS[parser_name]
+    if not references:
+        raise ValueError("no reference answer to score against")
+    score = scorer(answer, references)
+    if math.isnan(score):
+        raise ValueError("the score is not a number")
+    return score, score >= threshold
