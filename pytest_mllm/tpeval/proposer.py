@@ -1,9 +1,11 @@
 """The optimizer LLM's calls: through the shared OpenAI-compatible client, stored in the response cache.
 
-Identical conversations sent together at temperature > 0 are different draws, so a reply is
-keyed by the conversation, the call settings and its draw number among identical
-conversations of the same call. A re-run therefore replays every stored reply in order and
-asks only for what is missing: an interrupted optimization resumes where it stopped.
+The same conversation asked again at temperature > 0 is a new draw (within one round, or in a
+later round whose meta-prompt happens to be unchanged), so a reply is keyed by the
+conversation, the call settings and its draw number: how many times this process asked that
+conversation before. The requests of an optimization follow from the replies, so a re-run
+replays every stored reply in order and asks only for what is missing: an interrupted
+optimization resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -43,15 +45,16 @@ class CachedProposer:
         self.cache = cache
         self.made = 0  # calls sent to the endpoint
         self.replayed = 0  # replies taken from the cache
+        self._draws: dict[str, int] = {}  # conversation → times asked so far
 
     def __call__(self, conversations: Sequence[Sequence[Message]], temperature: float) -> list[str | Exception]:
         settings = {"temperature": temperature, "max_tokens": self.max_tokens}
-        seen: dict[str, int] = {}
         keys = []
         for messages in conversations:
-            text = json.dumps(list(messages), sort_keys=True)
-            seen[text] = seen.get(text, -1) + 1
-            keys.append(reply_key(self.identity, messages, settings, seen[text]))
+            text = json.dumps([list(messages), settings], sort_keys=True)
+            draw = self._draws.get(text, 0)
+            self._draws[text] = draw + 1
+            keys.append(reply_key(self.identity, messages, settings, draw))
         stored = dict(self.cache.get_many(keys)) if self.cache is not None else {}
         replies: list[str | Exception | None] = [stored.get(k) for k in keys]
         todo = [i for i, reply in enumerate(replies) if reply is None]
