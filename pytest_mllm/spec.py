@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -17,6 +18,7 @@ LOADERS = ("mme", "mme_results", "tsv", "jsonl", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
+_COMMENT = re.compile(r"\s#")  # a comment in a subset file: '#' at a line's start or after white space
 
 
 class SpecError(Exception):
@@ -51,6 +53,12 @@ class BenchmarkSpec:
     tasks: Mapping[str, TaskSettings] = field(default_factory=dict)
     loader_options: Mapping[str, Any] = field(default_factory=dict)
     variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
+    subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
+
+    @property
+    def subset_path(self) -> Path | None:
+        """The subset file, inside the spec's folder (checked when the spec was read)."""
+        return None if self.subset is None else self.path.parent / self.subset
 
     @property
     def env_var(self) -> str:
@@ -152,7 +160,7 @@ def load_spec(path: Path) -> BenchmarkSpec:
 
 _TOP_FIELDS = {
     "name", "loader", "version", "description", "data", "parser", "prompt", "max_new_tokens",
-    "metrics", "headline", "groups", "tasks", "loader_options", "variants",
+    "metrics", "headline", "groups", "tasks", "loader_options", "variants", "subset",
 }
 
 
@@ -219,6 +227,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
     options = raw.get("loader_options") or {}
     if not isinstance(options, dict):
         raise fail("loader_options", "must be a mapping")
+    subset = _subset(raw.get("subset"), path, fail)
     return BenchmarkSpec(
         path=path,
         name=name,
@@ -236,7 +245,55 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         tasks=tasks,
         loader_options=options,
         variants=variants,
+        subset=subset,
     )
+
+
+def _subset(value: Any, path: Path, fail: Any) -> str | None:
+    """The `subset` field: a file of sample ids, relative to the spec and inside its folder."""
+    if value is None:
+        return None
+    relative = _string(value, "subset", fail)
+    normal = posixpath.normpath(relative.replace("\\", "/"))
+    if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+        raise fail("subset", f"{relative!r} must be a path relative to the spec's folder, inside it "
+                             "(no absolute path, no '..')")
+    folder = path.parent.resolve()
+    target = (folder / normal).resolve()
+    if not target.is_relative_to(folder):
+        raise fail("subset", f"{relative!r} leads outside the spec's folder {folder} (a symbolic link?)")
+    if not target.is_file():
+        raise fail("subset", f"subset file {target} does not exist; write one sample id per line")
+    return normal
+
+
+def read_subset(spec: BenchmarkSpec) -> list[tuple[int, str]]:
+    """(line number, sample id) of each id in the spec's subset file.
+
+    A `#` at the start of a line or after a space starts a comment (ids may contain `#`).
+
+    A repeated id or a file that lists no id is a SpecError naming the file and the line.
+    """
+    path = spec.subset_path
+    assert path is not None, "read_subset needs a spec with a subset field"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{spec.path}: field 'subset': cannot read {path}: {exc}") from None
+    seen: dict[str, int] = {}
+    ids: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        sample_id = _COMMENT.split(" " + line, maxsplit=1)[0].strip()
+        if not sample_id:
+            continue
+        if sample_id in seen:
+            raise SpecError(f"{path}:{number}: sample id {sample_id!r} is listed twice (first on line "
+                            f"{seen[sample_id]}) in the subset of {spec.path}")
+        seen[sample_id] = number
+        ids.append((number, sample_id))
+    if not ids:
+        raise SpecError(f"{path}: the subset file (field 'subset' of {spec.path}) lists no sample id")
+    return ids
 
 
 def _choice(value: Any, allowed: Any, field_name: str, fail: Any) -> str:

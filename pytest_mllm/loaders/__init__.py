@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..sample import BadSample, Sample
-from ..spec import BenchmarkSpec, SpecError
+from ..spec import BenchmarkSpec, SpecError, read_subset
 
 Loaded = list[Sample | BadSample]
 Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]
@@ -50,7 +50,10 @@ def _loader(name: str) -> Loader:
 
 
 def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
-    """All samples of a benchmark, in a deterministic order; duplicate ids are an error."""
+    """All samples of a benchmark, in a deterministic order; duplicate ids are an error.
+
+    A spec with a `subset` file keeps only the samples it lists, in the benchmark's order.
+    """
     samples = _loader(spec.loader)(spec, root)
     dupes = [sid for sid, n in Counter(s.id for s in samples).items() if n > 1]
     if dupes:
@@ -59,4 +62,21 @@ def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
             f"benchmark {spec.name!r}: duplicate sample id {dupes[0]!r} in {where} "
             f"({len(dupes)} duplicated id(s)); every sample needs a unique id"
         )
+    if spec.subset is not None:
+        samples = _subset(spec, samples)
     return samples
+
+
+def _subset(spec: BenchmarkSpec, samples: Loaded) -> Loaded:
+    """The samples the spec's subset file lists; an id the benchmark lacks names its line."""
+    wanted = read_subset(spec)
+    present = {s.id for s in samples}
+    for number, sample_id in wanted:
+        if sample_id not in present:
+            raise SpecError(
+                f"{spec.subset_path}:{number}: sample id {sample_id!r} is not in benchmark {spec.name!r} "
+                f"(the subset file of {spec.path}); list ids as the benchmark's test ids show them, "
+                "without the benchmark name"
+            )
+    keep = {sample_id for _, sample_id in wanted}
+    return [s for s in samples if s.id in keep]

@@ -113,3 +113,42 @@ def test_duplicate_ids_are_an_error_naming_the_id(tmp_path: Path) -> None:
     spec = load_spec(_spec(tmp_path, f"name: dup\nloader: jsonl\ndata: {{root: {FIXTURES / 'bad'}, file: dup_ids.jsonl}}\n"))
     with pytest.raises(SpecError, match="duplicate sample id 'colors::q1'"):
         load_samples(spec, spec.resolve_data_root(None))
+
+
+def _subset_spec(tmp_path: Path, ids: str) -> Path:
+    (tmp_path / "ids.txt").write_text(ids, encoding="utf-8")
+    return _spec(tmp_path, f"name: sub\nloader: jsonl\ndata: {{root: {FIXTURES / 'jsonl'}, file: my_bench.jsonl}}\n"
+                           "subset: ids.txt\n")
+
+
+def test_subset_keeps_listed_samples_in_benchmark_order(tmp_path: Path) -> None:
+    spec = load_spec(_subset_spec(tmp_path, "# picked by hand\nshapes::q5   # the circle\n\ncolors::q2\n"
+                                            "  colors::q1\n"))
+    assert [s.id for s in load_samples(spec, spec.resolve_data_root(None))] == ["colors::q1", "colors::q2",
+                                                                               "shapes::q5"]
+
+
+def test_subset_id_the_benchmark_lacks_names_file_line_and_id(tmp_path: Path) -> None:
+    spec = load_spec(_subset_spec(tmp_path, "colors::q1\n# comment\ncolors::q99\n"))
+    with pytest.raises(SpecError) as info:
+        load_samples(spec, spec.resolve_data_root(None))
+    assert f"{tmp_path / 'ids.txt'}:3: sample id 'colors::q99' is not in benchmark 'sub'" in str(info.value)
+
+
+@pytest.mark.parametrize("ids, message", [
+    ("colors::q1\ncolors::q1\n", r"ids.txt:2: sample id 'colors::q1' is listed twice \(first on line 1\)"),
+    ("# nothing\n\n", "lists no sample id"),
+])
+def test_subset_with_repeats_or_no_ids_is_an_error(tmp_path: Path, ids: str, message: str) -> None:
+    spec = load_spec(_subset_spec(tmp_path, ids))
+    with pytest.raises(SpecError, match=message):
+        load_samples(spec, spec.resolve_data_root(None))
+
+
+def test_subset_of_a_generated_benchmark(tmp_path: Path) -> None:
+    spec = load_spec(find_spec("shapes"))
+    wanted = [s.id for s in load_samples(spec, None)][::90]
+    (tmp_path / "ids.txt").write_text("\n".join(reversed(wanted)), encoding="utf-8")
+    body = spec.path.read_text(encoding="utf-8").replace("name: shapes", "name: shapes_subset") + "subset: ids.txt\n"
+    subset = load_spec(_spec(tmp_path, body))
+    assert [s.id for s in load_samples(subset, None)] == wanted

@@ -70,3 +70,38 @@ def test_unknown_benchmark_lists_the_bundled_ones() -> None:
         find_spec("mmmu")
     listed = str(info.value).split("(")[1].split(")")[0].split(", ")
     assert listed == sorted(bundled_specs()) and "shapes" in listed
+
+
+def test_subset_field_is_a_file_inside_the_spec_folder(tmp_path: Path) -> None:
+    (tmp_path / "ids.txt").write_text("a\n", encoding="utf-8")
+    spec = load_spec(write(tmp_path, "name: x\nloader: jsonl\nsubset: ids.txt\n"))
+    assert spec.subset == "ids.txt" and spec.subset_path == tmp_path / "ids.txt"
+    (tmp_path / "plain").mkdir()
+    assert load_spec(write(tmp_path / "plain", "name: y\nloader: jsonl\n")).subset is None
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("../ids.txt", "no absolute path, no '..'"),
+    ("/etc/passwd", "no absolute path, no '..'"),
+    ("sub/../../ids.txt", "no absolute path, no '..'"),
+    ("missing.txt", "does not exist"),
+    ("''", "must be a non-empty string"),
+    ("[a, b]", "must be a non-empty string"),
+])
+def test_bad_subset_names_file_and_field(tmp_path: Path, value: str, problem: str) -> None:
+    folder = tmp_path / "spec"
+    folder.mkdir()
+    (tmp_path / "ids.txt").write_text("a\n", encoding="utf-8")
+    path = write(folder, f"name: x\nloader: jsonl\nsubset: {value}\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and "field 'subset'" in str(info.value) and problem in str(info.value)
+
+
+def test_subset_through_a_symlink_out_of_the_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "spec"
+    folder.mkdir()
+    (tmp_path / "ids.txt").write_text("a\n", encoding="utf-8")
+    (folder / "ids.txt").symlink_to(tmp_path / "ids.txt")
+    with pytest.raises(SpecError, match="field 'subset'.*outside the spec's folder"):
+        load_spec(write(folder, "name: x\nloader: jsonl\nsubset: ids.txt\n"))

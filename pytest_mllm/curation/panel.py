@@ -1,0 +1,72 @@
+"""Judges' answers: `--mllm-json` results files reduced to one verdict per sample.
+
+A record with status "correct" is right, "incorrect" wrong; "error" (a model crash, a missing
+recorded answer, an unreadable image) and a sample the file has no record of are unknown —
+never wrong. VRP variant records are left out: curation works on the benchmark's own samples.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Record = dict[str, Any]
+
+
+class PanelError(ValueError):
+    """A results file that cannot serve as a judge; the message names the file."""
+
+
+@dataclass
+class Run:
+    """One model's answers to one benchmark."""
+
+    label: str  # the model as the user named it
+    source: Path  # the --mllm-json file
+    records: dict[str, Record] = field(default_factory=dict)  # sample id → record
+    images_withheld: bool = False
+
+    def verdict(self, sample_id: str) -> bool | None:
+        """True (correct), False (incorrect) or None (errored or not answered)."""
+        record = self.records.get(sample_id)
+        status = record.get("status") if record else None
+        return True if status == "correct" else False if status == "incorrect" else None
+
+    @property
+    def verdicts(self) -> dict[str, bool | None]:
+        return {sample_id: self.verdict(sample_id) for sample_id in self.records}
+
+    def answer(self, sample_id: str) -> dict[str, Any]:
+        """What this judge said about a sample, for the review list."""
+        record = self.records.get(sample_id) or {}
+        return {"model": self.label, "status": record.get("status", "missing"), "response": record.get("response"),
+                "parsed": record.get("parsed"), "error": record.get("error")}
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """A `--mllm-json` document; PanelError says what is wrong with the file."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PanelError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise PanelError(f"{path}: not a pytest-mllm results file (not JSON: {exc})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("records"), list):
+        raise PanelError(f"{path}: not a pytest-mllm results file (no 'records' list; write one with --mllm-json)")
+    return document
+
+
+def load_run(path: Path, benchmark: str, label: str | None = None) -> Run:
+    """The records of `benchmark` in one results file, keyed by sample id."""
+    document = read_document(path)
+    settings = document.get("settings") or {}
+    records = [r for r in document["records"] if isinstance(r, dict) and r.get("benchmark") == benchmark
+               and r.get("variant") is None and isinstance(r.get("id"), str)]
+    if not records:
+        found = sorted({str(r.get("benchmark")) for r in document["records"] if isinstance(r, dict)})
+        raise PanelError(f"{path}: no records of benchmark {benchmark!r} (it holds: {', '.join(found) or 'none'}); "
+                         "run the model on this benchmark with --mllm-json")
+    return Run(label or str(settings.get("model") or path.stem), path, {r["id"]: r for r in records},
+               bool(settings.get("images_withheld")))
