@@ -7,7 +7,6 @@ never wrong. VRP variant records are left out: curation works on the benchmark's
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,15 +46,12 @@ class Run:
 
 def read_document(path: Path) -> dict[str, Any]:
     """A `--mllm-json` document; PanelError says what is wrong with the file."""
+    from ..compare import CompareError, load_results
+
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PanelError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise PanelError(f"{path}: not a pytest-mllm results file (not JSON: {exc})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("records"), list):
-        raise PanelError(f"{path}: not a pytest-mllm results file (no 'records' list; write one with --mllm-json)")
-    return document
+        return load_results(path)
+    except CompareError as exc:
+        raise PanelError(str(exc)) from None
 
 
 def load_run(path: Path, benchmark: str, label: str | None = None) -> Run:

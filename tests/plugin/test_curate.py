@@ -12,8 +12,6 @@ import base64
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,6 +19,7 @@ import pytest
 
 from pytest_mllm.curation.cli import main
 from pytest_mllm.curation.review import VERDICTS
+from chat_stub import ChatStub
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
@@ -340,50 +339,30 @@ def test_no_text_only_answers_from_files_is_said(tmp_path: Path, capsys: pytest.
 
 # -- the review list and its LLM -----------------------------------------------------------------
 
-class Reviewer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible endpoint answering every review request with a verdict."""
-
-    requests: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"body": body, "auth": self.headers.get("Authorization")})
-        text = body["messages"][0]["content"][-1]["text"]
-        reply = "Verdict: reference wrong\nThe shape is not that colour." if "purple" not in text else "no idea"
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
-                                           "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def _review(body: dict[str, Any]) -> str:
+    """Fault injector's reply: a verdict for every review request but the one about purple."""
+    text = body["messages"][0]["content"][-1]["text"]
+    return "Verdict: reference wrong\nThe shape is not that colour." if "purple" not in text else "no idea"
 
 
 @pytest.fixture
-def reviewer() -> Iterator[str]:
-    Reviewer.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Reviewer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+def reviewer() -> Iterator[ChatStub]:
+    with ChatStub(_review) as stub:
+        yield stub
 
 
 def test_review_llm_gets_the_image_and_never_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch, reviewer: str) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch, reviewer: ChatStub) -> None:
     secret = "sk-curate-test-5ecret"
     monkeypatch.setenv("CURATE_REVIEW_KEY", secret)
     code, out_text, _, out = curate(tmp_path, capsys, BENCH, *_mixed_panel(tmp_path), "--review-llm", "openai:rev",
-                                    "--review-base-url", reviewer, "--review-api-key-env", "CURATE_REVIEW_KEY")
+                                    "--review-base-url", reviewer.base_url, "--review-api-key-env", "CURATE_REVIEW_KEY")
     assert code == 0
     entries = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
     assert [e["id"] for e in entries] == ids("c6")
     assert entries[0]["answer"] == "A" and entries[0]["choices"]["A"] == "16 by 16" and len(entries[0]["judges"]) == 4
     assert entries[0]["llm"]["verdict"] == "reference wrong" and "not that colour" in entries[0]["llm"]["reply"]
-    [request] = Reviewer.requests
+    [request] = reviewer.requests
     assert request["auth"] == f"Bearer {secret}" and request["body"]["model"] == "rev"
     image = request["body"]["messages"][0]["content"][0]["image_url"]["url"]
     assert image.startswith("data:image/png;base64,") and base64.b64decode(image.split(",", 1)[1])[:4] == b"\x89PNG"

@@ -8,9 +8,7 @@ against a real small instruct model lives in test_judge_real_server.py."""
 from __future__ import annotations
 
 import json
-import threading
 from fractions import Fraction
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
@@ -19,6 +17,7 @@ import pytest
 from pytest_mllm.judge import PROMPTS, JudgeItem, render_messages
 from pytest_mllm.loaders import load_samples
 from pytest_mllm.spec import load_spec
+from chat_stub import ChatStub
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 
@@ -36,42 +35,18 @@ def _replies() -> dict[str, object]:
     return table
 
 
-class RecordedJudge(BaseHTTPRequestHandler):
-    """Fault injector: answers chat completions from the recorded replies; {error} entries → HTTP 500."""
-
-    replies: dict[str, object] = {}
-    calls = 0
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls += 1
-        reply = self.replies.get(body["messages"][-1]["content"])
-        if not isinstance(reply, str):
-            self.send_response(500)
-            self.end_headers()
-            self.wfile.write(b'{"error": "recorded failure"}')
-            return
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
-                                           "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
+@pytest.fixture
+def judge() -> Iterator[ChatStub]:
+    """Fault injector: answers from the recorded replies; their {error} entries fail with HTTP 500."""
+    replies = _replies()
+    with ChatStub(lambda body: r if isinstance(r := replies.get(body["messages"][-1]["content"]), str) else None) as stub:
+        stub.replies = replies  # type: ignore[attr-defined]
+        yield stub
 
 
 @pytest.fixture
-def judge_url() -> Iterator[str]:
-    RecordedJudge.replies = _replies()
-    RecordedJudge.calls = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordedJudge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+def judge_url(judge: ChatStub) -> str:
+    return judge.base_url
 
 
 def _run(pytester: pytest.Pytester, predictions: Path, *args: str) -> tuple[pytest.RunResult, dict]:
@@ -103,14 +78,14 @@ def test_votes_are_recorded_and_judge_failures_are_errors(pytester: pytest.Pytes
     assert Fraction(human["kappa"]).limit_denominator(100) == Fraction(16, 23)
 
 
-def test_judge_calls_are_cached(pytester: pytest.Pytester, judge_url: str, predictions: Path) -> None:
+def test_judge_calls_are_cached(pytester: pytest.Pytester, judge: ChatStub, judge_url: str, predictions: Path) -> None:
     args = ("--mllm-judge=openai:judge-model", f"--mllm-judge-base-url={judge_url}", "--mllm-max-retries=0")
     _, first = _run(pytester, predictions, *args)
-    calls = RecordedJudge.calls
+    calls = judge.calls
     assert calls == 40
     _, second = _run(pytester, predictions, *args)
-    failing = sum(not isinstance(reply, str) for reply in RecordedJudge.replies.values())
-    assert failing == 2 and RecordedJudge.calls - calls == failing  # only failed calls are asked again
+    failing = sum(not isinstance(reply, str) for reply in judge.replies.values())
+    assert failing == 2 and judge.calls - calls == failing  # only failed calls are asked again
     assert [r["judge"] for r in second["records"]] == [r["judge"] for r in first["records"]]
 
 

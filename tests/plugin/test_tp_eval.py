@@ -10,15 +10,15 @@ test_tp_eval_real.py.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import yaml
 
 pytest.importorskip("sentence_transformers", reason="needs the tpeval extra: pip install 'pytest-mllm[tpeval]'")
+
+from chat_stub import ChatStub  # noqa: E402
 
 PROMPT_SENSITIVE_MODEL = '''
 from pytest_mllm.sample import Response
@@ -41,65 +41,55 @@ def pytest_mllm_make_model(spec, config):
 '''
 
 
-class ScriptedOptimizer(BaseHTTPRequestHandler):
-    """Fault injector: meta-prompts get the next scripted reply, introspection requests a fixed one."""
+class ScriptedOptimizer:
+    """Fault injector behind a ChatStub: meta-prompts get the next scripted reply, introspection
+    requests a fixed one."""
 
-    script: list[str] = []
-    calls = 0
-    meta_calls = 0
+    def __init__(self, stub: ChatStub | None = None) -> None:
+        self.script = [
+            "<prompt>Answer the questions about existence carefully</prompt>",  # round 1, draw 1: usable
+            "Sure! {question}",  # round 1, draw 2: a placeholder, unusable
+            "",  # round 2: nothing usable at all
+            "   ",
+        ]
+        self.meta_calls = 0
+        self.stub = stub
 
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        cls = type(self)
-        cls.calls += 1
+    def __call__(self, body: dict[str, Any]) -> str:
         text = body["messages"][-1]["content"]
         if "Write ONE new prompt" in text or "improve the prompt of a new task" in text:
-            reply = cls.script[cls.meta_calls % len(cls.script)]
-            cls.meta_calls += 1
-        else:
-            reply = "The model answers the opposite of the truth; the prompt should ask for care."
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
-                                           "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+            self.meta_calls += 1
+            return self.script[(self.meta_calls - 1) % len(self.script)]
+        return "The model answers the opposite of the truth; the prompt should ask for care."
 
-    def log_message(self, *args: object) -> None:
-        pass
+    @property
+    def calls(self) -> int:
+        return self.stub.calls if self.stub else 0
+
+    @property
+    def base_url(self) -> str:
+        return self.stub.base_url if self.stub else ""
 
 
 @pytest.fixture
-def optimizer() -> Iterator[type[ScriptedOptimizer]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedOptimizer)
-    ScriptedOptimizer.calls = ScriptedOptimizer.meta_calls = 0
-    ScriptedOptimizer.script = [
-        "<prompt>Answer the questions about existence carefully</prompt>",  # round 1, draw 1: usable
-        "Sure! {question}",  # round 1, draw 2: a placeholder, unusable
-        "",  # round 2: nothing usable at all
-        "   ",
-    ]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    ScriptedOptimizer.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    try:
-        yield ScriptedOptimizer
-    finally:
-        server.shutdown()
+def optimizer() -> Iterator[ScriptedOptimizer]:
+    scripted = ScriptedOptimizer()
+    with ChatStub(scripted) as stub:
+        scripted.stub = stub
+        yield scripted
 
 
-def _optimize(pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer], *args: str) -> pytest.RunResult:
+def _optimize(pytester: pytest.Pytester, optimizer: ScriptedOptimizer, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "existence",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
-        f"--mllm-optimizer-base-url={optimizer.base_url}",  # type: ignore[attr-defined]
+        f"--mllm-optimizer-base-url={optimizer.base_url}",
         "--mllm-tp-rounds=2", "--mllm-tp-per-round=2", "--mllm-tp-few=4", "--mllm-concurrency=1",
         f"--mllm-cache-dir={pytester.path / 'cache'}", *args)
 
 
 def test_optimization_writes_the_prompt_the_model_does_best_with(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     result = _optimize(pytester, optimizer)
     out = result.stdout.str()
@@ -131,7 +121,7 @@ def test_optimization_writes_the_prompt_the_model_does_best_with(
 
 
 def test_an_interrupted_optimization_is_replayed_from_the_cache(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     written = (pytester.path / "prompts.yaml").read_text()
@@ -150,7 +140,7 @@ def test_an_interrupted_optimization_is_replayed_from_the_cache(
 
 
 def test_evaluation_with_the_prompts_reports_original_vs_customized_on_unseen_samples(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     few = set(yaml.safe_load((pytester.path / "prompts.yaml").read_text())["tasks"]["existence"]["d_few"])
@@ -173,7 +163,7 @@ def test_evaluation_with_the_prompts_reports_original_vs_customized_on_unseen_sa
 
 
 def test_transfer_evaluates_another_model_with_these_prompts_only_when_asked(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     refused = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
@@ -192,7 +182,7 @@ def test_transfer_evaluates_another_model_with_these_prompts_only_when_asked(
 
 
 def test_zero_shot_mode_writes_prompts_for_new_tasks_from_the_optimized_ones(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     optimizer.script = ["<prompt>Answer the questions about color carefully</prompt>"]
@@ -200,7 +190,7 @@ def test_zero_shot_mode_writes_prompts_for_new_tasks_from_the_optimized_ones(
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "color",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
-        f"--mllm-optimizer-base-url={optimizer.base_url}",  # type: ignore[attr-defined]
+        f"--mllm-optimizer-base-url={optimizer.base_url}",
         "--mllm-tp-rounds=2", "--mllm-tp-per-round=2", "--mllm-tp-few=4", "--mllm-tp-zero-shot",
         f"--mllm-cache-dir={pytester.path / 'cache'}")
     assert result.ret == 0, result.stdout.str()
@@ -212,13 +202,13 @@ def test_zero_shot_mode_writes_prompts_for_new_tasks_from_the_optimized_ones(
 
 
 def test_prompt_mode_edits_the_instruction_of_a_multiple_choice_task(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     optimizer.script = ["<prompt>Look carefully, then answer with the option's letter.</prompt>"]
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "choice",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
-        f"--mllm-optimizer-base-url={optimizer.base_url}",  # type: ignore[attr-defined]
+        f"--mllm-optimizer-base-url={optimizer.base_url}",
         "--mllm-tp-rounds=1", "--mllm-tp-per-round=1", "--mllm-tp-few=4", f"--mllm-cache-dir={pytester.path / 'c'}")
     assert result.ret == 0, result.stdout.str()
     task = yaml.safe_load((pytester.path / "prompts.yaml").read_text())["tasks"]["choice"]
@@ -231,12 +221,12 @@ def test_prompt_mode_edits_the_instruction_of_a_multiple_choice_task(
 
 
 def test_a_task_with_fewer_examples_than_d_few_needs_errors_alone(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "existence or choice",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
-        f"--mllm-optimizer-base-url={optimizer.base_url}",  # type: ignore[attr-defined]
+        f"--mllm-optimizer-base-url={optimizer.base_url}",
         "--mllm-tp-rounds=1", "--mllm-tp-per-round=1", "--mllm-tp-few=50", f"--mllm-cache-dir={pytester.path / 'c'}")
     out = result.stdout.str()
     assert result.ret == 1, out
@@ -246,7 +236,7 @@ def test_a_task_with_fewer_examples_than_d_few_needs_errors_alone(
 
 
 def test_an_optimizer_with_nothing_usable_keeps_the_original_prompt(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer]) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     optimizer.script = ["", "I cannot help with that {question}", "<prompt></prompt>"]
     result = _optimize(pytester, optimizer)
@@ -265,7 +255,7 @@ def test_an_optimizer_with_nothing_usable_keeps_the_original_prompt(
     (lambda d: d.update(benchmark="mme"), "*mme*shapes*"),
 ])
 def test_a_prompts_file_that_does_not_fit_is_a_clear_error(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer], edit: object, message: str) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer, edit: object, message: str) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     document = yaml.safe_load((pytester.path / "prompts.yaml").read_text())
@@ -293,7 +283,7 @@ def test_a_bad_setting_names_its_option(pytester: pytest.Pytester) -> None:
 
 
 def test_the_prompts_file_never_holds_an_api_key(
-        pytester: pytest.Pytester, optimizer: type[ScriptedOptimizer], monkeypatch: pytest.MonkeyPatch) -> None:
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-should-not-leak")
     assert _optimize(pytester, optimizer).ret == 0
