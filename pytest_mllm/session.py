@@ -512,13 +512,13 @@ class MllmSession:
             return
         if self.tp_outcomes:
             from .terminal import render
-            from .tpeval.report import optimization_table
+            from .tpeval.report import optimization_table, summarize_warnings
 
             terminalreporter.section("pytest-mllm TP-Eval prompt customization")
             terminalreporter.write(render([optimization_table(self.tp_outcomes)], terminalreporter._tw.fullwidth,
                                           terminalreporter.hasmarkup))
             for outcome in self.tp_outcomes:
-                for warning in outcome.get("warnings") or []:
+                for warning in summarize_warnings(outcome.get("warnings") or []):
                     terminalreporter.write_line(f"warning: {outcome['benchmark']}::{outcome['task']}: {warning}",
                                                 yellow=True)
             terminalreporter.write_line(f"pytest-mllm: prompts written to {self.options.optimize_path}")

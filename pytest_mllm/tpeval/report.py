@@ -3,6 +3,8 @@ outcome of an optimization run."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any, Sequence
 
 Record = dict[str, Any]
@@ -90,3 +92,28 @@ def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
         prompts_chosen.append(f"{outcome['task']}: ", style="bold")
         prompts_chosen.append(f"{prompts['optimized']}\n")
     return Group(table, Text(""), prompts_chosen)
+
+
+_UNUSABLE = re.compile(r"^round (\d+): reply \d+ unusable: (.*)$")
+_EMPTY_ROUND = re.compile(r"^round (\d+): the optimizer returned no (usable|new) prompt")
+
+
+def summarize_warnings(warnings: Sequence[str]) -> list[str]:
+    """A task's warnings in a few lines: unusable replies counted by reason, empty rounds listed."""
+    reasons: Counter[str] = Counter()
+    empty: list[str] = []
+    other: list[str] = []
+    for warning in warnings:
+        if match := _UNUSABLE.match(warning):
+            reasons[match.group(2)] += 1
+        elif match := _EMPTY_ROUND.match(warning):
+            empty.append(match.group(1))
+        else:
+            other.append(warning)
+    lines = []
+    if reasons:
+        lines.append(f"{sum(reasons.values())} optimizer replies unusable: "
+                     + "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common()))
+    if empty:
+        lines.append(f"no new usable prompt in round(s) {', '.join(empty)}")
+    return lines + other

@@ -98,7 +98,8 @@ def test_optimization_writes_the_prompt_the_model_does_best_with(
     plan = next(line for line in out.splitlines() if line.startswith("TP-Eval shapes:"))
     assert "1 task(s) to optimize" in plan and "N=2 rounds × M=2 prompts, D_few=4" in plan
     assert out.index("TP-Eval shapes:") < out.index("TP-Eval existence: round 0/2")
-    assert "round 2: the optimizer returned no usable prompt" in out
+    assert "warning: shapes::existence: 3 optimizer replies unusable: empty reply (2); contains a placeholder" in out
+    assert "warning: shapes::existence: no new usable prompt in round(s) 2" in out
 
     document = yaml.safe_load((pytester.path / "prompts.yaml").read_text())
     assert (document["model"], document["benchmark"], document["benchmark_version"]) == ("prompt-sensitive", "shapes", "1")
@@ -242,8 +243,7 @@ def test_an_optimizer_with_nothing_usable_keeps_the_original_prompt(
     result = _optimize(pytester, optimizer)
     out = result.stdout.str()
     assert result.ret == 0, out
-    assert "round 1: the optimizer returned no usable prompt" in out
-    assert "round 2: the optimizer returned no usable prompt" in out
+    assert "warning: shapes::existence: no new usable prompt in round(s) 1, 2" in out
     task = yaml.safe_load((pytester.path / "prompts.yaml").read_text())["tasks"]["existence"]
     assert task["optimized"] == task["original"] and [h["round"] for h in task["history"]] == [0]
 

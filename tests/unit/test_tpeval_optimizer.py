@@ -199,3 +199,14 @@ def test_deterministic_given_deterministic_callables() -> None:
 def test_bad_settings_are_rejected() -> None:
     with pytest.raises(ValueError, match="--mllm-tp-alpha"):
         optimizer(lambda r, i: "", alpha=2.0)
+
+
+def test_warnings_are_summarized_by_reason_and_round() -> None:
+    from pytest_mllm.tpeval.report import summarize_warnings
+
+    lines = summarize_warnings([
+        "round 1: reply 1 unusable: empty reply", "round 1: reply 2 unusable: empty reply",
+        "round 1: the optimizer returned no usable prompt", "round 2: reply 1 unusable: contains a placeholder",
+        "round 3: the optimizer returned no new prompt (2 repeated earlier ones)", "something else"])
+    assert lines == ["3 optimizer replies unusable: empty reply (2); contains a placeholder (1)",
+                     "no new usable prompt in round(s) 1, 3", "something else"]
