@@ -255,6 +255,11 @@ def run(args: argparse.Namespace, console: Any) -> int:
                   f"({len(args.panel)} to run, {len(json_panel)} from files); {len(planned)} pytest run(s) to make "
                   f"({sum(r.role == 'panel' for r in planned)} panel, {sum(r.role == 'text-only' for r in planned)} "
                   "text-only)", highlight=False, soft_wrap=True, markup=False)
+    blind = [m for m in withhold if m.startswith(("replay:", "baseline:"))]
+    if blind:
+        console.print(f"note: judges that never look at images ({', '.join(blind)}) answer as before with images "
+                      "withheld; give --text-only models for a leakage pass that means something for them",
+                      highlight=False, soft_wrap=True, markup=False)
     bench = str(spec.path)
     try:
         _execute_all(console, planned, bench, args)

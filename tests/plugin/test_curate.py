@@ -179,8 +179,10 @@ def test_curation_end_to_end_with_offline_judges(tmp_path: Path) -> None:
 def test_a_failing_judge_run_stops_curation_with_its_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err, out = curate(tmp_path, capsys, BENCH, "--panel", "no-such-model", "--panel", "baseline:yes")
+    code, text, err, out = curate(tmp_path, capsys, BENCH, "--panel", "no-such-model", "--panel", "baseline:yes")
     assert code == 1
+    # withholding images from a judge that never looks at them is said to mean nothing
+    assert "note: judges that never look at images (baseline:yes) answer as before" in " ".join(text.split())
     assert "the run of no-such-model failed (a usage error)" in err and "unknown model 'no-such-model'" in err
     assert not (out / "manifest.json").exists()
 
