@@ -26,7 +26,7 @@ from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_
 from pytest_mllm.loaders import load_samples  # noqa: E402
 from pytest_mllm.openai_client import ChatClient  # noqa: E402
 from pytest_mllm.spec import load_spec  # noqa: E402
-from local_serve import Server  # noqa: E402
+from local_serve import Server, free_port  # noqa: E402
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 # Three of the eight samples: 15 judge calls. On two busy CPU cores a short reply takes ~3 s, and
@@ -36,10 +36,11 @@ RUN_TIMEOUT_S = 480
 CALL_ERRORS = ("EndpointUnreachable: ", "EndpointError: ", "MalformedResponse: ")  # a vote's error when a call failed
 
 
-def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path) -> tuple[pytest.RunResult, dict]:
+def _run(pytester: pytest.Pytester, predictions: Path, server: Server, out: Path,
+         base_url: str | None = None) -> tuple[pytest.RunResult, dict]:
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", str(VQA / "bench.yaml"), "-k", " or ".join(s.split("::")[1] for s in SAMPLES),
-        f"--mllm=replay:{predictions}", f"--mllm-judge=openai:{server.model}", f"--mllm-judge-base-url={server.base_url}",
+        f"--mllm=replay:{predictions}", f"--mllm-judge=openai:{server.model}", f"--mllm-judge-base-url={base_url or server.base_url}",
         f"--mllm-json={out}", f"--mllm-cache-dir={pytester.path / 'cache'}",
         "--mllm-concurrency=2", "--mllm-timeout=300", "--mllm-judge-max-tokens=128", "--mllm-max-retries=0",
         timeout=RUN_TIMEOUT_S)
@@ -129,10 +130,11 @@ def test_a_real_judge_is_asked_five_times_per_answer_and_cached(
     assert judge["judge_error_rate"] == pytest.approx(len(errors) / len(SAMPLES))
     assert judge["word_accuracy"] == pytest.approx(sum(r["word_match"] for r in records) / len(records))
 
-    # With the server gone, an identical run can only be answered from the cache.
-    server.stop()
+    # Against a port nothing listens on (the server itself is shared with other tests), an identical
+    # run can only be answered from the cache: judge replies are keyed by the judge model, not its URL.
     start = time.monotonic()
-    second, again = _run(pytester, predictions, server, pytester.path / "second.json")
+    second, again = _run(pytester, predictions, server, pytester.path / "second.json",
+                         base_url=f"http://127.0.0.1:{free_port()}/v1")
     second_run_s = time.monotonic() - start
     assert second.ret == result.ret, second.stdout.str()
     by_id = {r["id"]: r for r in again["records"]}
