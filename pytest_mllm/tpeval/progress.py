@@ -7,6 +7,7 @@ controller prints each task's outcome as its report arrives instead.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -37,7 +38,7 @@ class TaskProgress:
         if not self.visible:
             return
         capman = self.config.pluginmanager.getplugin("capturemanager")
-        with capman.global_and_fixture_disabled() if capman else _nothing():
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
             if sys.__stdout__ is not None and sys.__stdout__.isatty():
                 self._draw_bar()
             else:
@@ -70,10 +71,3 @@ class TaskProgress:
         if self._bar is not None:
             self._bar.stop()
 
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
