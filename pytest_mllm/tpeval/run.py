@@ -131,28 +131,35 @@ class OptimizationRun:
     # -- the prompts file ----------------------------------------------------------------------
 
     def _existing(self, spec: BenchmarkSpec) -> PromptsFile | None:
+        """The prompts file this run adds to; one written for another model, benchmark version or settings
+        is never overwritten (PromptsFileError instead)."""
         if not self.path.exists():
             return None
         existing = read_prompts(self.path)
-        if (existing.model, existing.benchmark) != (self.session.options.model, spec.name):
+        mine = (self.session.options.model, spec.name, spec.version)
+        if (existing.model, existing.benchmark, existing.benchmark_version) != mine:
             raise PromptsFileError(
-                f"{self.path} holds prompts of model {existing.model!r} for benchmark {existing.benchmark!r}; "
-                f"this run optimizes {self.session.options.model!r} on {spec.name!r}: choose another --mllm-optimize path")
+                f"{self.path} holds prompts of model {existing.model!r} for benchmark {existing.benchmark!r} "
+                f"version {existing.benchmark_version!r}; this run optimizes {mine[0]!r} on {mine[1]!r} version "
+                f"{mine[2]!r}: choose another --mllm-optimize path")
+        changed = sorted(k for k in {*existing.settings, *self.settings_dict()}
+                         if existing.settings.get(k) != self.settings_dict().get(k))
+        if existing.tasks and changed:
+            raise PromptsFileError(
+                f"{self.path} holds prompts optimized with other settings ({', '.join(changed)} differ); "
+                "run with the same --mllm-tp-* settings to add tasks, or choose another --mllm-optimize path")
         return existing
 
     def _finished_tasks(self, spec: BenchmarkSpec) -> dict[str, TaskPrompts]:
         existing = self._existing(spec)
-        if existing is None or existing.settings != self.settings_dict():
-            return {}
-        return dict(existing.tasks)
+        return dict(existing.tasks) if existing is not None else {}
 
     def settings_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.settings), "split": self.split_source}
 
     def save(self, spec: BenchmarkSpec, task: str, prompts: TaskPrompts) -> None:
         """Merge one finished task into the prompts file (atomically)."""
-        existing = self._existing(spec)
-        tasks = dict(existing.tasks) if existing is not None and existing.settings == self.settings_dict() else {}
+        tasks = self._finished_tasks(spec)
         tasks[task] = prompts
         write_prompts(self.path, PromptsFile(
             model=self.session.options.model or "", benchmark=spec.name, benchmark_version=spec.version,

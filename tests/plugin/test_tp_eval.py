@@ -268,6 +268,17 @@ def test_a_prompts_file_that_does_not_fit_is_a_clear_error(
     assert "other.yaml" in result.stdout.str()
 
 
+def test_a_prompts_file_with_other_settings_is_never_overwritten(
+        pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
+    pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
+    assert _optimize(pytester, optimizer).ret == 0
+    written = (pytester.path / "prompts.yaml").read_text()
+    result = _optimize(pytester, optimizer, "--mllm-tp-rounds=1")  # the later option wins
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*prompts.yaml holds prompts optimized with other settings (rounds differ)*"])
+    assert (pytester.path / "prompts.yaml").read_text() == written
+
+
 def test_optimize_needs_an_optimizer(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
                                            "--mllm-optimize=p.yaml")
