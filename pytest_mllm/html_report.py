@@ -368,7 +368,27 @@ def _judge_section(document: Document) -> Section | None:
                    render("judge.html.j2", benchmarks=found, charts=charts))
 
 
+def _tp_eval_section(document: Document) -> Section | None:
+    """TP-Eval: accuracy per task under the benchmark's prompt and under the customized one."""
+    found = {name: b["scopes"]["tp_eval"] for name, b in (document.get("benchmarks") or {}).items()
+             if (b.get("scopes") or {}).get("tp_eval")}
+    if not found:
+        return None
+    charts = []
+    if charts_available():
+        for name, tp in found.items():
+            tasks = list(tp["tasks"])
+            charts.append((f"{name}: accuracy per task, original vs customized prompt", bar_chart(
+                tasks, [Series("original", [100 * tp["tasks"][t]["original_accuracy"] for t in tasks]),
+                        Series("customized", [100 * tp["tasks"][t]["optimized_accuracy"] for t in tasks])],
+                axis_label="accuracy %", axis_max=100.0)))
+    prompts_model = (document.get("settings") or {}).get("prompts_model")
+    return Section("tp_eval", "Prompts customized per model (TP-Eval)",
+                   render("tp_eval.html.j2", benchmarks=found, charts=charts, prompts_model=prompts_model))
+
+
 REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, _vrp_section, _judge_section,
+                                        _tp_eval_section,
                                         _incorrect_section,
                                         _errors_section)
 

@@ -234,3 +234,16 @@ def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
     assert "C_Red" in vrp_body and "sensitivity" in vrp_body and "<svg" in vrp_body
     judge_body = str(html_report._judge_section(doc).body)  # type: ignore[union-attr]
     assert "CEE accuracy" in judge_body and "vote splits" in judge_body and "κ" in judge_body
+
+
+def test_the_tp_eval_section_compares_prompts_per_task_and_escapes_names() -> None:
+    from pytest_mllm import html_report
+
+    assert html_report._tp_eval_section({"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}) is None
+    tp = {"tasks": {"exist<b>": {"samples": 4, "original_accuracy": 0.25, "optimized_accuracy": 0.75, "delta": 0.5}},
+          "samples": 4, "original_accuracy": 0.25, "optimized_accuracy": 0.75, "improved_tasks": 1, "worse_tasks": 0,
+          "task_count": 1, "improvement_ratio": 2.0}
+    doc = {"settings": {"prompts_model": "model<A>"}, "benchmarks": {"s": {"scopes": {"tp_eval": tp}}}}
+    body = str(html_report._tp_eval_section(doc).body)  # type: ignore[union-attr]
+    assert "exist&lt;b&gt;" in body and "exist<b>" not in body and "model&lt;A&gt;" in body
+    assert "+50.00" in body and "improved tasks 1/1" in body and "+200.0 %" in body and "<svg" in body
