@@ -87,25 +87,20 @@ class ResponseCache:
 
     def get_many(self, keys: Iterable[str]) -> dict[str, str]:
         """The cached responses among `keys` (nothing when reading is off)."""
+        return {key: text for key, (text, _) in self.get_entries(keys).items()}
+
+    def get_entries(self, keys: Iterable[str]) -> dict[str, tuple[str, float | None]]:
+        """The cached responses among `keys` with the time each took to generate (None: not recorded)."""
         keys = list(keys)
         if not self.read or not keys:
             return {}
-        found: dict[str, str] = {}
+        found: dict[str, tuple[str, float | None]] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk))
-        return found
-
-    def latencies(self, keys: Iterable[str]) -> dict[str, float]:
-        """How long the stored answers among `keys` took when they were generated."""
-        keys = list(keys)
-        found: dict[str, float] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(f"SELECT key, latency_s FROM responses WHERE key IN ({marks}) "
-                                          "AND latency_s IS NOT NULL", chunk))
+            for key, text, took in self._db.execute(
+                    f"SELECT key, response, latency_s FROM responses WHERE key IN ({marks})", chunk):
+                found[key] = (text, took)
         return found
 
     def put_many(self, entries: Mapping[str, str], model: str,

@@ -41,15 +41,19 @@ class BenchmarkFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         mllm: MllmSession = self.config.stash[SESSION_KEY]
         spec = load_spec(self.path.resolve())
+        samples = mllm.samples_for(spec)
         if mllm.options.optimize_path:  # TP-Eval: one test per task instead of one per sample
             from .tpeval.item import OptimizeTaskItem
-            from .tpeval.run import task_order
 
-            for task in task_order([s for s in mllm.samples_for(spec) if isinstance(s, Sample)]):
-                yield OptimizeTaskItem.from_parent(self, name=f"optimize::{task}", spec=spec, task=task)
+            by_task: dict[str, list[Sample]] = {}
+            for sample in samples:
+                if isinstance(sample, Sample):
+                    by_task.setdefault(sample.task, []).append(sample)
+            for task, members in by_task.items():
+                yield OptimizeTaskItem.from_parent(self, name=f"optimize::{task}", spec=spec, task=task,
+                                                   samples=members)
             return
-        samples = mllm.samples_for(spec)
-        mllm.check_prompts(spec)
+        mllm.check_prompts(spec, samples)
         marks = _Marks(self.config, spec)
         item_class = VrpPropertyItem if mllm.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):

@@ -179,12 +179,12 @@ class Evaluator:
             todo.append((record, sample, spec.max_new_tokens))
         keys = self._cache_keys(todo)
         if keys:
-            hits = self.cache.get_many(k for k in keys.values() if k)  # type: ignore[union-attr]
-            took = self.cache.latencies(hits) if hits else {}  # type: ignore[union-attr]
+            hits = self.cache.get_entries(k for k in keys.values() if k)  # type: ignore[union-attr]
             for record, sample, _ in todo:
                 key = keys.get(id(record), "")
                 if key in hits:
-                    score_record(record, sample, Response(hits[key], latency_s=took.get(key, 0.0)))
+                    text, took = hits[key]
+                    score_record(record, sample, Response(text, latency_s=took or 0.0))
                     record["cached"] = True
             todo = [t for t in todo if not t[0]["cached"]]
         if todo:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -176,6 +176,7 @@ class MllmSession:
         self._records: list[tuple[Record, str]] = []
         self.loaded_specs: dict[str, Path] = {}
         self.prompts = self._read_prompts()
+        self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
         self._prompted_specs: dict[str, BenchmarkSpec] = {}
         self._optimization: Any = None
         self.tp_outcomes: list[dict[str, Any]] = []
@@ -198,7 +199,8 @@ class MllmSession:
         return make_model(self.options.model, hf_options, self.options.api_options)
 
     def _open_cache(self) -> Any:
-        wanted = self._cacheable() or bool(self.options.judge_options.get("model"))
+        wanted = (self._cacheable() or bool(self.options.judge_options.get("model"))
+                  or bool(self.options.optimize_path))  # the optimizer's replies are cached too
         if self.options.cache_mode == "off" or self.options.model is None or not wanted:
             return None
         from .cache import ResponseCache
@@ -253,14 +255,15 @@ class MllmSession:
         except PromptsFileError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def check_prompts(self, spec: BenchmarkSpec) -> None:
-        """A --mllm-prompts file must fit this model, benchmark, version and tasks (SpecError otherwise)."""
+    def check_prompts(self, spec: BenchmarkSpec, samples: Sequence[Any]) -> None:
+        """A --mllm-prompts file must fit this model, benchmark, version and the tasks of `samples`
+        (SpecError otherwise)."""
         if self.prompts is None or spec.name in self._prompted_specs:
             return
         from .tpeval.prompts_file import PromptsFileError, check_prompts
         from .tpeval.run import task_order, with_template
 
-        tasks = task_order([s for s in self.samples_for(spec) if isinstance(s, Sample)])
+        tasks = task_order([s for s in samples if isinstance(s, Sample)])
         try:
             check_prompts(self.prompts, path=self.options.prompts_path, model=self.options.model or "",
                           benchmark=spec.name, version=spec.version, tasks=tasks,
@@ -274,8 +277,7 @@ class MllmSession:
 
     def optimized_on(self, sample: Sample) -> bool:
         """True when `sample` is in the D_few its task's prompt was optimized on."""
-        task = self.prompts.tasks.get(sample.task) if self.prompts is not None else None
-        return task is not None and sample.id in set(task.d_few)
+        return sample.id in self._few_ids.get(sample.task, ())
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """With --mllm-prompts, leave out the samples each prompt was optimized on (D_few ∩ D_test = ∅)."""

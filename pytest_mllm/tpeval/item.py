@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ..collect import SESSION_KEY
+from ..sample import Sample
 from ..spec import BenchmarkSpec
 from .progress import TaskProgress
 
@@ -16,10 +17,11 @@ from .progress import TaskProgress
 class OptimizeTaskItem(pytest.Item):
     """Optimizes one task's prompt for the model under test; passes with the prompt found."""
 
-    def __init__(self, *, spec: BenchmarkSpec, task: str, **kwargs: Any) -> None:
+    def __init__(self, *, spec: BenchmarkSpec, task: str, samples: list[Sample], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
         self.task = task
+        self.samples = samples  # the task's samples, as collected
         self.result: dict[str, Any] | None = None
 
     def runtest(self) -> None:
@@ -27,7 +29,7 @@ class OptimizeTaskItem(pytest.Item):
         run = mllm.optimization
         progress = TaskProgress(self.config, self.task, 0 if run.zero_shot else run.settings.rounds)
         try:
-            self.result = run.optimize(self.spec, self.task, progress)
+            self.result = run.optimize(self.spec, self.task, self.samples, progress)
         finally:
             progress.close()
         self.result["calls_made"] = dict(progress.counts)

@@ -34,8 +34,6 @@ from .zero_shot import zero_shot_prompt
 if TYPE_CHECKING:
     from ..session import MllmSession
 
-EXAMPLES_SHOWN = 3  # D_few examples with their answers in each meta-prompt
-
 
 class OptimizationError(Exception):
     """A task cannot be optimized (too few examples, a model that only errors); it errors alone."""
@@ -82,11 +80,7 @@ class OptimizationRun:
             client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
                                 concurrency=o["concurrency"])
             model = o["model"].removeprefix("openai:")
-            cache = self.session.evaluator.cache if self.session.options.cache_mode != "off" else None
-            if cache is None and self.session.options.cache_mode != "off":
-                from ..cache import ResponseCache
-
-                cache = ResponseCache(self.session.options.cache_path, read=self.session.options.cache_mode != "refresh")
+            cache = self.session.evaluator.cache  # opened for every optimization run unless --mllm-cache=off
             self._proposer = CachedProposer(client, model, identity=f"{o['model']}@{client.base_url}",
                                             max_tokens=o["max_tokens"], cache=cache)
         return self._proposer
@@ -101,9 +95,8 @@ class OptimizationRun:
 
     # -- splits and plans ----------------------------------------------------------------------
 
-    def split(self, spec: BenchmarkSpec, task: str) -> tuple[list[Sample], list[Sample]]:
-        """D_few and D_test of one task; too few examples raise OptimizationError for that task alone."""
-        samples = [s for s in self.session.samples_for(spec) if isinstance(s, Sample) and s.task == task]
+    def split(self, task: str, samples: Sequence[Sample]) -> tuple[list[Sample], list[Sample]]:
+        """D_few and D_test of one task's samples; too few raise OptimizationError for that task alone."""
         try:
             return split_task(task, samples, few=self.settings.few, seed=self.settings.seed, source=self.split_source)
         except FewShotError as exc:
@@ -167,8 +160,10 @@ class OptimizationRun:
 
     # -- one task --------------------------------------------------------------------------------
 
-    def optimize(self, spec: BenchmarkSpec, task: str, progress: Callable[[str, int], None]) -> dict[str, Any]:
-        """Optimize `task`'s prompt for the model under test; the result as the prompts file holds it."""
+    def optimize(self, spec: BenchmarkSpec, task: str, samples: Sequence[Sample],
+                 progress: Callable[[str, int], None]) -> dict[str, Any]:
+        """Optimize `task`'s prompt for the model under test on its `samples`; the result as the prompts
+        file holds it."""
         done = self._finished_tasks(spec)
         if task in done:
             return {"task": task, "already": True, "prompts": done[task].as_dict(), "warnings": []}
@@ -176,11 +171,11 @@ class OptimizationRun:
         slot = PromptSlot.from_template(original_template, self.settings.mode, task)
         if self.zero_shot:
             return self._zero_shot(spec, task, slot, done)
-        few, _ = self.split(spec, task)
+        few, _ = self.split(task, samples)
         evaluate = self._scorer(spec, task, few, progress)
         optimizer = TaskOptimizer(
             task=task, slot=slot, settings=self.settings, evaluate=evaluate, propose=self._counted(progress),
-            similarity=self.similarity, examples=[Example(s.question, s.answer) for s in few[:EXAMPLES_SHOWN]],
+            similarity=self.similarity, examples=[Example(s.question, s.answer) for s in few],
             description=_describe(spec, task, few), on_progress=progress)
         outcome = optimizer.run()
         prompts = TaskPrompts(

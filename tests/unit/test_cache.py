@@ -66,7 +66,7 @@ def test_older_schema_is_set_aside(tmp_path: Path) -> None:
 def test_generation_time_is_kept_with_the_answer(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite3")
     cache.put_many({"k1": "Yes", "k2": "No"}, "m", {"k1": 0.25})
-    assert cache.latencies(["k1", "k2", "k3"]) == {"k1": 0.25}
+    assert cache.get_entries(["k1", "k2", "k3"]) == {"k1": ("Yes", 0.25), "k2": ("No", None)}
 
 
 def test_a_version_1_cache_is_migrated_in_place(tmp_path: Path) -> None:
@@ -79,6 +79,6 @@ def test_a_version_1_cache_is_migrated_in_place(tmp_path: Path) -> None:
     old.commit()
     old.close()
     cache = ResponseCache(path)
-    assert cache.get_many(["k"]) == {"k": "Yes"} and cache.latencies(["k"]) == {}
+    assert cache.get_many(["k"]) == {"k": "Yes"} and cache.get_entries(["k"]) == {"k": ("Yes", None)}
     cache.put_many({"k2": "No"}, "m", {"k2": 1.5})
-    assert cache.latencies(["k2"]) == {"k2": 1.5}
+    assert cache.get_entries(["k2"]) == {"k2": ("No", 1.5)}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mllm.tpeval import FLOOR, MIN_START, edit_budget, edit_start
+from pytest_mllm.tpeval.counter import FLOOR, MIN_START, edit_budget, edit_start
 
 
 def test_linear_schedule() -> None:

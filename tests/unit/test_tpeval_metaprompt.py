@@ -8,18 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mllm.tpeval import (
+from pytest_mllm.tpeval.metaprompt import (
     PROMPT_CLOSE,
     PROMPT_OPEN,
-    Candidate,
     Example,
     extract_introspection,
     extract_prompt,
     extract_prompt_with_reason,
     introspection_messages,
     optimizer_messages,
-    top_k,
 )
+from pytest_mllm.tpeval.score import Candidate, top_k
 from pytest_mllm.tpeval.metaprompt import MAX_INTROSPECTION_CHARS, SHOWN_EXAMPLES
 
 ORIGINAL = "Please answer yes or no."

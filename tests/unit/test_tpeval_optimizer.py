@@ -6,15 +6,11 @@ from typing import Callable
 
 import pytest
 
-from pytest_mllm.tpeval import (
-    Example,
-    PromptSlot,
-    TaskOptimizer,
-    TaskOutcome,
-    TpSettings,
-    edit_budget,
-    planned_calls,
-)
+from pytest_mllm.tpeval.counter import edit_budget
+from pytest_mllm.tpeval.metaprompt import Example
+from pytest_mllm.tpeval.optimizer import TaskOptimizer, TaskOutcome, planned_calls
+from pytest_mllm.tpeval.settings import TpSettings
+from pytest_mllm.tpeval.slot import PromptSlot
 
 TEMPLATE = "{question} Please answer yes or no."
 EXAMPLES = [Example(f"q{i}", "yes" if i % 2 else "no") for i in range(4)]

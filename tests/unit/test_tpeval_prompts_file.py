@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_mllm.tpeval import (
+from pytest_mllm.tpeval.prompts_file import (
     FORMAT,
-    Candidate,
     PromptsFile,
     PromptsFileError,
     TaskPrompts,
-    TpSettings,
     check_prompts,
     merge,
     read_prompts,
     update_prompts,
     write_prompts,
 )
+from pytest_mllm.tpeval.score import Candidate
+from pytest_mllm.tpeval.settings import TpSettings
 
 
 def task_prompts(optimized: str = "Answer yes or no only.") -> TaskPrompts:

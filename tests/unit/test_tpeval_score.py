@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mllm.tpeval import Candidate, combined_score, rerank, top_k
+from pytest_mllm.tpeval.score import Candidate, combined_score, rerank, top_k
 
 
 def cand(round: int, prompt: str, acc: float, sim: float, alpha: float = 0.8) -> Candidate:

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from pytest_mllm.tpeval import TpSettings
+from pytest_mllm.tpeval.settings import TpSettings
 
 
 def test_defaults_are_the_papers() -> None:

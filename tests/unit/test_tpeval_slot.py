@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pytest_mllm.runner import render_prompt
 from pytest_mllm.sample import Sample
-from pytest_mllm.tpeval import PromptSlot, escape_braces, prefix_instruction
+from pytest_mllm.tpeval.slot import PromptSlot, escape_braces, prefix_instruction
 
 MMBENCH = "{hint}{question}\n{options}\nAnswer with the option's letter from the given choices directly."
 SAMPLE = Sample(id="s1", benchmark="b", task="existence", question="Is there a dog?", answer="Yes",

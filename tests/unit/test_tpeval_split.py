@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.tpeval import FewShotError, few_split, split_task
+from pytest_mllm.tpeval.split import FewShotError, few_split, split_task
 
 
 def sample(task: str, n: int, split: str = "test", pair: str | None = None) -> Sample:
@@ -60,7 +60,7 @@ def test_seeded_draw_depends_on_task_name() -> None:
 
 def test_seeded_draw_is_the_same_in_another_process() -> None:
     here = ids(split_task("t", plain("t", 30), few=8, seed=7)[0])
-    code = ("from pytest_mllm.sample import Sample; from pytest_mllm.tpeval import split_task; "
+    code = ("from pytest_mllm.sample import Sample; from pytest_mllm.tpeval.split import split_task; "
             "s=[Sample(id=f't-test-{i}',benchmark='b',task='t',question=f'q{i}',answer='yes') for i in range(30)]; "
             "print(','.join(x.id for x in split_task('t', s, few=8, seed=7)[0]))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
