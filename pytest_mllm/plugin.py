@@ -14,7 +14,7 @@ MARKER = "mllm_bench"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
+    from pytest_mllm.harness import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -131,14 +131,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(name, task=None): parametrize `mllm_sample` with a benchmark's samples")
     if not _active(config):
         return
-    from .collect import SESSION_KEY
-    from .session import MllmSession, Options
+    from pytest_mllm.harness.items import SESSION_KEY
+    from pytest_mllm.harness.session import MllmSession, Options
 
     options = Options.from_config(config)
     if options.benchmarks and not options.model:
         raise pytest.UsageError("--mllm-bench needs a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
     if options.model and not config.pluginmanager.hook.pytest_mllm_make_model.get_hookimpls():
-        from .models.registry import known_names, recognizes
+        from pytest_mllm.models.registry import known_names, recognizes
 
         if not recognizes(options.model):
             raise pytest.UsageError(f"unknown model {options.model!r} in --mllm; known models: {', '.join(known_names())}")
@@ -154,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _gpu_groups(config: pytest.Config) -> list[str]:
     """GPU groups for workers: from --mllm-gpus, else every visible GPU (none on a CPU machine)."""
-    from .gpus import gpu_groups, parse_gpu_list, visible_gpus
+    from pytest_mllm.harness.gpus import gpu_groups, parse_gpu_list, visible_gpus
 
     listed = config.getoption("mllm_gpus")
     gpus = parse_gpu_list(listed) if listed else visible_gpus()
@@ -163,7 +163,7 @@ def _gpu_groups(config: pytest.Config) -> list[str]:
 
 def _bind_workers_to_gpus(config: pytest.Config) -> None:
     """One xdist worker per GPU group, bound through the worker spec (survives restarts)."""
-    from .gpus import GpuSpecError, worker_specs
+    from pytest_mllm.harness.gpus import GpuSpecError, worker_specs
 
     if hasattr(config, "workerinput"):
         return
@@ -181,7 +181,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """-n auto with a model under test: one worker per GPU group (none on a CPU-only machine)."""
     if not _active(config):
         return None
-    from .gpus import GpuSpecError
+    from pytest_mllm.harness.gpus import GpuSpecError
 
     try:
         groups = _gpu_groups(config)
@@ -198,9 +198,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("mllm_sample", [pytest.param(None, marks=pytest.mark.skip(
             reason="benchmark test: pass --mllm=MODEL to run it"))], ids=["needs-mllm"])
         return
-    from .collect import SESSION_KEY
-    from .sample import Sample
-    from .spec import find_spec, load_spec
+    from pytest_mllm.harness.items import SESSION_KEY
+    from pytest_mllm.sample import Sample
+    from pytest_mllm.engine.spec import find_spec, load_spec
 
     name = marker.args[0] if marker.args else marker.kwargs.get("name")
     task = marker.kwargs.get("task")
@@ -221,7 +221,7 @@ def mllm(request: pytest.FixtureRequest) -> Any:
     """The model under test, with `answer(sample)` giving the sample's scored record."""
     if not _active(request.config):
         pytest.skip("benchmark test: pass --mllm=MODEL to run it")
-    from .collect import SESSION_KEY
-    from .handle import ModelHandle
+    from pytest_mllm.harness.items import SESSION_KEY
+    from pytest_mllm.harness.model_handle import ModelHandle
 
     return ModelHandle(request.config.stash[SESSION_KEY])

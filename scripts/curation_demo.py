@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.spec import find_spec, load_spec
+from pytest_mllm.engine.spec import find_spec, load_spec
 
 SKILLS = {"strong": 0.85, "medium": 0.6, "weak": 0.4}
 WRONG = {"Yes": "No", "No": "Yes", "A": "B", "B": "C", "C": "D", "D": "A"}

@@ -434,9 +434,9 @@ def raw_loop_worker() -> int:
     model = HFModel(str(ensure_tiny_llava()), name="tiny-llava")  # no num_threads: torch's default, as in the plugin
     load_s = time.perf_counter() - start
 
-    from pytest_mllm.images import load_image
-    from pytest_mllm.shapes import build_samples
-    from pytest_mllm.spec import find_spec, load_spec
+    from pytest_mllm.engine.images import load_image
+    from pytest_mllm.loaders.shapes import build_samples
+    from pytest_mllm.engine.spec import find_spec, load_spec
 
     spec = load_spec(find_spec("shapes"))
     samples = build_samples(spec.name, **spec.loader_options)  # the plugin's collection order

@@ -20,14 +20,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import __version__
-from ..spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
-from .difficulty import PRESETS, ThresholdError, thresholds
-from .leakage import ALPHA
-from .panel import PanelError, Run, load_run
-from .pipeline import Curation, Settings, curate
-from .runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
-from .units import items_of
+from pytest_mllm import __version__
+from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
+from pytest_mllm.curation.difficulty import PRESETS, ThresholdError, thresholds
+from pytest_mllm.curation.leakage import ALPHA
+from pytest_mllm.curation.panel import PanelError, Run, load_run
+from pytest_mllm.curation.pipeline import Curation, Settings, curate
+from pytest_mllm.curation.runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
+from pytest_mllm.curation.units import items_of
 
 PROG = "pytest-mllm-curate"
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -196,8 +196,8 @@ def _description(spec: BenchmarkSpec, curation: Curation, settings: Settings, pa
 
 def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
     """Ask the review LLM about every unanswered sample (never drops or keeps anything itself)."""
-    from ..openai_client import ChatClient
-    from .review import ask_reviewer
+    from pytest_mllm.engine.chat import ChatClient
+    from pytest_mllm.curation.review import ask_reviewer
 
     if not curation.review:
         console.print("review LLM: no unanswered sample to check", highlight=False, soft_wrap=True, markup=False)
@@ -214,7 +214,7 @@ def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
 
 def _verify(spec_path: Path, kept_ids: Sequence[str]) -> None:
     """The curated spec loads exactly the kept samples, in order."""
-    from ..loaders import load_samples
+    from pytest_mllm.loaders import load_samples
 
     curated = load_spec.__wrapped__(spec_path)  # type: ignore[attr-defined]
     loaded = [s.id for s in load_samples(curated, curated.resolve_data_root(None))]
@@ -229,7 +229,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
     leak_threshold = _leak_threshold(args.leak_threshold)
     spec = load_spec(find_spec(args.bench))
     root = _data_root(spec, args.mllm_data)
-    from ..loaders import load_samples
+    from pytest_mllm.loaders import load_samples
 
     items = items_of(load_samples(spec, root))
     json_panel, json_text = _load_json_runs(args, spec.name)
@@ -279,10 +279,10 @@ def run(args: argparse.Namespace, console: Any) -> int:
 def _write(args: argparse.Namespace, console: Any, spec: BenchmarkSpec, root: Path | None, curation: Curation,
            settings: Settings, panel: Sequence[Run], text_only: Sequence[Run]) -> int:
     """Every output file, then the report on the console."""
-    from ..results import write_json
-    from .manifest import build_manifest
-    from .report import build_report, markdown, print_report
-    from .spec_writer import curated_name, write_curated
+    from pytest_mllm.report.results import write_json
+    from pytest_mllm.curation.manifest import build_manifest
+    from pytest_mllm.curation.report import build_report, markdown, print_report
+    from pytest_mllm.curation.spec_writer import curated_name, write_curated
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

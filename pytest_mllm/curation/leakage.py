@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from math import comb
 from typing import Mapping, Sequence
 
-from .panel import Run
-from .units import Item, Unit, unit_verdict
+from pytest_mllm.curation.panel import Run
+from pytest_mllm.curation.units import Item, Unit, unit_verdict
 
 ALPHA = 0.05  # the largest share of units "auto" lets guessing alone drop
 

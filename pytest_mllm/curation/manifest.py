@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .difficulty import CLASSES
-from .pipeline import REASONS, Curation
+from pytest_mllm.curation.difficulty import CLASSES
+from pytest_mllm.curation.pipeline import REASONS, Curation
 
 
 def _entry(curation: Curation, sample_id: str, unit_key: str) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class Run:
 
 def read_document(path: Path) -> dict[str, Any]:
     """A `--mllm-json` document; PanelError says what is wrong with the file."""
-    from ..compare import CompareError, load_results
+    from pytest_mllm.report.compare import CompareError, load_results
 
     try:
         return load_results(path)

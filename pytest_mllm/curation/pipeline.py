@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .difficulty import EASY, UNANSWERED, UNKNOWN, Thresholds
-from .leakage import Leakage, leakage_pass
-from .panel import Run
-from .review import review_entries
-from .sampling import Sampled, sample_units
-from .units import Item, Unit, build_units, unit_verdict
+from pytest_mllm.curation.difficulty import EASY, UNANSWERED, UNKNOWN, Thresholds
+from pytest_mllm.curation.leakage import Leakage, leakage_pass
+from pytest_mllm.curation.panel import Run
+from pytest_mllm.curation.review import review_entries
+from pytest_mllm.curation.sampling import Sampled, sample_units
+from pytest_mllm.curation.units import Item, Unit, build_units, unit_verdict
 
 REASONS = ("easy", "unanswered", "unknown", "leakage", "sampled-out")
 

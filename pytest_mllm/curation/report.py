@@ -14,9 +14,9 @@ import math
 import statistics
 from typing import Any, Iterable, Sequence
 
-from .difficulty import CLASSES
-from .panel import Run
-from .pipeline import REASONS, Curation, Settings
+from pytest_mllm.curation.difficulty import CLASSES
+from pytest_mllm.curation.panel import Run
+from pytest_mllm.curation.pipeline import REASONS, Curation, Settings
 
 
 def accuracy(run: Run, ids: Iterable[str]) -> float | None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .panel import Run
-from .units import Item, Unit
+from pytest_mllm.curation.panel import Run
+from pytest_mllm.curation.units import Item, Unit
 
 if TYPE_CHECKING:
-    from ..openai_client import ChatClient
+    from pytest_mllm.engine.chat import ChatClient
 
 REVIEW_PROMPT = (
     "You are checking a benchmark for labelling mistakes. Several vision-language models all failed "
@@ -59,7 +59,7 @@ def parse_verdict(reply: str) -> str | None:
 
 def review_messages(entry: dict[str, Any], image: Any | None) -> list[dict[str, Any]]:
     """The chat messages asking about one entry (the image as a PNG data URL when given)."""
-    from ..openai_client import image_content
+    from pytest_mllm.engine.chat import image_content
 
     options = "".join(f"{letter}. {text}\n" for letter, text in (entry.get("choices") or {}).items())
     answers = "; ".join(f"{j['model']}: {j['response']!r}" for j in entry["judges"] if j["status"] != "missing")
@@ -74,7 +74,7 @@ def review_messages(entry: dict[str, Any], image: Any | None) -> list[dict[str, 
 def ask_reviewer(entries: list[dict[str, Any]], items: dict[str, Item], client: "ChatClient", model: str, *,
                  send_images: bool = True, max_tokens: int = 128, max_pixels: int | None = None) -> None:
     """Ask the LLM about every entry and store its verdict, reply and any error under entry["llm"]."""
-    from ..images import DEFAULT_MAX_PIXELS, ImageError, load_image
+    from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     conversations = []
     notes: list[str | None] = []

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
-from .units import Unit
+from pytest_mllm.curation.units import Unit
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, load_spec
+from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, load_spec
 
 SPEC_FILE = "curated.yaml"
 IDS_FILE = "curated_ids.txt"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from ..sample import BadSample, Sample
+from pytest_mllm.sample import BadSample, Sample
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@
 human labels.
 """
 
-from .agreement import agreement, cohen_kappa
-from .ensemble import QUORUM, ChatManyClient, Judge, JudgeOutcome, ReplyCache, Vote, cache_key, decide
-from .prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Prompt, render_messages
-from .verdicts import MODES, Mode, parse_verdict, read_verdict
-from .word_match import normalize, word_match
+from pytest_mllm.judge.agreement import agreement, cohen_kappa
+from pytest_mllm.judge.ensemble import QUORUM, ChatManyClient, Judge, JudgeOutcome, ReplyCache, Vote, cache_key, decide
+from pytest_mllm.judge.prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Prompt, render_messages
+from pytest_mllm.judge.verdicts import MODES, Mode, parse_verdict, read_verdict
+from pytest_mllm.judge.word_match import normalize, word_match
 
 __all__ = [
     "MODES", "PROMPTS", "PROMPTS_BY_ID", "QUORUM", "ChatManyClient", "Judge", "JudgeItem", "JudgeOutcome", "Mode",

@@ -24,8 +24,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
-from .prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Message, Rule, references_of, render_messages
-from .verdicts import MODES, Mode, read_verdict
+from pytest_mllm.judge.prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Message, Rule, references_of, render_messages
+from pytest_mllm.judge.verdicts import MODES, Mode, read_verdict
 
 QUORUM = len(PROMPTS) // 2 + 1
 Status = Literal["judged", "judge-error"]

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from ..sample import BadSample, Sample
-from ..spec import BenchmarkSpec, SpecError, read_subset
+from pytest_mllm.sample import BadSample, Sample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, read_subset
 
 Loaded = list[Sample | BadSample]
 Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]
@@ -19,31 +19,31 @@ Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]
 
 def _loader(name: str) -> Loader:
     if name == "mme":
-        from .mme import load_mme_folder
+        from pytest_mllm.loaders.mme import load_mme_folder
 
         return load_mme_folder
     if name == "mme_results":
-        from .mme import load_mme_results_folder
+        from pytest_mllm.loaders.mme import load_mme_results_folder
 
         return load_mme_results_folder
     if name == "tsv":
-        from .tsv import load_tsv
+        from pytest_mllm.loaders.tsv import load_tsv
 
         return load_tsv
     if name == "jsonl":
-        from .jsonl import load_jsonl
+        from pytest_mllm.loaders.jsonl import load_jsonl
 
         return load_jsonl
     if name == "vqa":
-        from .vqa import load_vqa
+        from pytest_mllm.loaders.vqa import load_vqa
 
         return load_vqa
     if name == "shapes":
-        from ..shapes import build_samples
+        from pytest_mllm.loaders.shapes import build_samples
 
         return lambda spec, root: list(build_samples(spec.name, **spec.loader_options))
     if name == "vrp_shapes":
-        from ..vrp.scenes import build_vrp_samples
+        from pytest_mllm.vrp.scenes import build_vrp_samples
 
         return lambda spec, root: list(build_vrp_samples(spec.name, **spec.loader_options))
     raise SpecError(f"{name!r} is not a known loader")

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..images import ImageError, check_relative, resolve_inside
-from ..sample import BadSample, ImageRef, Sample
-from ..spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
+from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 
 _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type", "choices",
            "pair_group", "split", "target_region", "category", "l2_category", "metadata"}

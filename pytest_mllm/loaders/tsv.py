@@ -11,9 +11,9 @@ import csv
 import sys
 from pathlib import Path
 
-from ..images import resolve_inside
-from ..sample import BadSample, ImageRef, Sample
-from ..spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.images import resolve_inside
+from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 
 _OPTION_LETTERS = "ABCDEFGHIJ"
 _MISSING = {"", "nan", "none", "null"}

@@ -29,9 +29,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..images import ImageError, resolve_inside
-from ..sample import BadSample, ImageRef, Sample
-from ..spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.images import ImageError, resolve_inside
+from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 
 _FIELDS = {"question_id", "id", "image", "image_path", "question", "answers", "answer", "gt_answers",
            "dataset", "task", "category", "human_label", "metadata"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from ..sample import Request, Response
+from pytest_mllm.sample import Request, Response
 
 
 class RandomBaseline:

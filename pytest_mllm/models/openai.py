@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pytest_mllm.openai_client import ChatClient, ChatResult, Message, image_content
+from pytest_mllm.engine.chat import ChatClient, ChatResult, Message, image_content
 from pytest_mllm.sample import Request, Response
 
 

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from ..sample import Model
+from pytest_mllm.sample import Model
 
 ALIASES: dict[str, str] = {
     "llava-1.5-7b": "llava-hf/llava-1.5-7b-hf",
@@ -61,19 +61,19 @@ def model_identity(spec: str, base_url: str | None = None) -> str | None:
 
     None for models not worth caching (baselines, replay) and for forms built elsewhere.
     """
-    from .identity import hf_identity
+    from pytest_mllm.models.identity import hf_identity
 
     kind, _, arg = spec.partition(":")
     if kind == "hf" and arg:
         return hf_identity(arg, spec)
     if spec == "tiny-llava":
-        from .tiny import ensure_tiny_llava
+        from pytest_mllm.models.tiny import ensure_tiny_llava
 
         return hf_identity(str(ensure_tiny_llava()), spec)
     if spec in ALIASES:
         return hf_identity(ALIASES[spec], spec)
     if kind == "openai" and arg:
-        from ..openai_client import resolve_base_url
+        from pytest_mllm.engine.chat import resolve_base_url
 
         return f"{spec}@{resolve_base_url(base_url)}"
     return None
@@ -83,7 +83,7 @@ def make_model(spec: str, hf_options: dict[str, Any], api_options: dict[str, Any
     """Build the model named by `spec` (conftest hooks are asked before this, by the plugin)."""
     kind, _, arg = spec.partition(":")
     if kind == "baseline":
-        from .baselines import ConstantBaseline, RandomBaseline
+        from pytest_mllm.models.baselines import ConstantBaseline, RandomBaseline
 
         name, _, seed = arg.partition(":")
         if name == "random":
@@ -92,24 +92,24 @@ def make_model(spec: str, hf_options: dict[str, Any], api_options: dict[str, Any
             return ConstantBaseline(name.capitalize())
         raise UnknownModel(f"unknown baseline {arg!r}; use baseline:random[:seed], baseline:yes or baseline:no")
     if kind == "replay":
-        from .replay import ReplayModel
+        from pytest_mllm.models.replay import ReplayModel
 
         return ReplayModel(Path(arg).expanduser())
     if kind == "hf" and arg:
-        from .hf import HFModel
+        from pytest_mllm.models.hf import HFModel
 
         return HFModel(arg, **hf_options)
     if kind == "openai" and arg:
-        from .openai import OpenAIModel
+        from pytest_mllm.models.openai import OpenAIModel
 
         return OpenAIModel(arg, **(api_options or {}))
     if spec == "tiny-llava":
-        from .hf import HFModel
-        from .tiny import ensure_tiny_llava
+        from pytest_mllm.models.hf import HFModel
+        from pytest_mllm.models.tiny import ensure_tiny_llava
 
         return HFModel(str(ensure_tiny_llava()), name="tiny-llava", **hf_options)
     if spec in ALIASES:
-        from .hf import HFModel
+        from pytest_mllm.models.hf import HFModel
 
         return HFModel(ALIASES[spec], name=spec, **hf_options)
     plugins = _entry_points()

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ..mme_results import read_mme_results
-from ..sample import Request, Response, Sample
+from pytest_mllm.loaders.mme_results import read_mme_results
+from pytest_mllm.sample import Request, Response, Sample
 
 _RESPONSE_KEYS = ("response", "prediction", "text")
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .score import Candidate, top_k
+from pytest_mllm.tpeval.score import Candidate, top_k
 
 Message = dict[str, Any]
 

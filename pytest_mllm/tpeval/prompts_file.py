@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .score import Candidate
-from .slot import PLACEHOLDERS
+from pytest_mllm.tpeval.score import Candidate
+from pytest_mllm.tpeval.slot import PLACEHOLDERS
 
 FORMAT = "pytest-mllm-prompts/1"
 TASK_MODES = ("prompt", "prefix", "zero-shot")

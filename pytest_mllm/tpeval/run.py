@@ -13,26 +13,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..sample import Sample
-from ..spec import BenchmarkSpec, TaskSettings
-from .counter import edit_start
-from .metaprompt import Example
-from .optimizer import TaskOptimizer, planned_calls
-from .score import Candidate
-from .prompts_file import (
+from pytest_mllm.sample import Sample
+from pytest_mllm.engine.spec import BenchmarkSpec, TaskSettings
+from pytest_mllm.tpeval.counter import edit_start
+from pytest_mllm.tpeval.metaprompt import Example
+from pytest_mllm.tpeval.optimizer import TaskOptimizer, planned_calls
+from pytest_mllm.tpeval.score import Candidate
+from pytest_mllm.tpeval.prompts_file import (
     PromptsFile,
     PromptsFileError,
     TaskPrompts,
     read_prompts,
     write_prompts,
 )
-from .settings import TpSettings
-from .slot import PromptSlot
-from .split import FewShotError, split_task
-from .zero_shot import zero_shot_prompt
+from pytest_mllm.tpeval.settings import TpSettings
+from pytest_mllm.tpeval.slot import PromptSlot
+from pytest_mllm.tpeval.split import FewShotError, split_task
+from pytest_mllm.tpeval.zero_shot import zero_shot_prompt
 
 if TYPE_CHECKING:
-    from ..session import MllmSession
+    from pytest_mllm.harness.session import MllmSession
 
 
 class OptimizationError(Exception):
@@ -73,8 +73,8 @@ class OptimizationRun:
     @property
     def proposer(self) -> Any:
         if self._proposer is None:
-            from ..openai_client import ChatClient
-            from .proposer import CachedProposer
+            from pytest_mllm.engine.chat import ChatClient
+            from pytest_mllm.tpeval.proposer import CachedProposer
 
             o = self.session.options.optimizer_options
             client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
@@ -88,7 +88,7 @@ class OptimizationRun:
     @property
     def similarity(self) -> Callable[[str, str], float]:
         if self._similarity is None:
-            from .similarity import Similarity
+            from pytest_mllm.tpeval.similarity import Similarity
 
             self._similarity = Similarity()
         return self._similarity

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from ..sample import Sample
+from pytest_mllm.sample import Sample
 
 SOURCES = ("auto", "validation", "seeded")
 VALIDATION_SPLITS = ("validation", "val", "dev")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .metaprompt import extract_prompt
+from pytest_mllm.tpeval.metaprompt import extract_prompt
 
 Message = dict[str, Any]
 

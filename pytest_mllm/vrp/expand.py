@@ -28,12 +28,12 @@ from typing import Sequence
 
 from PIL import Image
 
-from ..cache import image_digest
-from ..images import ImageError, load_image
-from ..sample import BadSample, ImageRef, Sample, SkippedSample
-from .fonts import PILLOW_DEFAULT, find_font_file
-from .render import COLOR_WORDS, FULL_PROMPT, render
-from .variants import Variant, default_grid, full_grid
+from pytest_mllm.engine.cache import image_digest
+from pytest_mllm.engine.images import ImageError, load_image
+from pytest_mllm.sample import BadSample, ImageRef, Sample, SkippedSample
+from pytest_mllm.vrp.fonts import PILLOW_DEFAULT, find_font_file
+from pytest_mllm.vrp.render import COLOR_WORDS, FULL_PROMPT, render
+from pytest_mllm.vrp.variants import Variant, default_grid, full_grid
 
 KEY_PREFIX = "vrp-variant/v1"
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..images import ImageError, load_image
-from .expand import expand
-from .variants import Variant, variants
+from pytest_mllm.engine.images import ImageError, load_image
+from pytest_mllm.vrp.expand import expand
+from pytest_mllm.vrp.variants import Variant, variants
 
 if TYPE_CHECKING:
-    from ..collect import SampleItem
-    from ..session import MllmSession
+    from pytest_mllm.harness.items import SampleItem
+    from pytest_mllm.harness.session import MllmSession
 
 
 class RelationViolated(AssertionError):
@@ -28,7 +28,7 @@ def check_relation(item: "SampleItem", mllm: "MllmSession") -> None:
     """Evaluate the un-intervened sample, then drawn variants; records go on `item.records`."""
     from hypothesis import HealthCheck, Phase, given, settings
 
-    from ..collect import SampleFailure
+    from pytest_mllm.harness.items import SampleFailure
 
     source, spec = item.sample, item.spec
     base = mllm.evaluator.evaluate([(expand(source, Variant("none")), spec)])[0]  # type: ignore[arg-type]

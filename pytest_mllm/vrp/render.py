@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
-from .fonts import load_font
-from .variants import Variant
+from pytest_mllm.vrp.fonts import load_font
+from pytest_mllm.vrp.variants import Variant
 
 Box = tuple[int, int, int, int]  # inclusive pixel box (left, top, right, bottom), as ImageDraw takes it
 

@@ -225,7 +225,7 @@ def test_the_report_reads_well_in_a_real_browser(replayed: Path, chromium: Chrom
 
 def test_the_comparison_report_reads_well_in_a_real_browser(replayed: Path, chromium: Chromium,
                                                             tmp_path: Path) -> None:
-    from pytest_mllm.compare import main
+    from pytest_mllm.report.compare import main
 
     report = tmp_path / "compare.html"
     assert main([str(replayed / "first.json"), str(replayed / "second.json"), "--html", str(report)]) == 0

@@ -24,7 +24,7 @@ def test_plugin_imports_nothing_heavy_without_options(pytester: pytest.Pytester)
         import sys, pytest
         code = pytest.main(["-q", "-p", "no:cacheprovider", "test_plain.py"])
         assert "pytest_mllm.plugin" in sys.modules, "the plugin was not loaded"
-        heavy = [m for m in ("torch", "transformers", "PIL", "yaml", "rich", "pytest_mllm.session",
+        heavy = [m for m in ("torch", "transformers", "PIL", "yaml", "rich", "pytest_mllm.harness.session",
                              "pytest_mllm.models.hf") if m in sys.modules]
         print("HEAVY", heavy)
         sys.exit(code)

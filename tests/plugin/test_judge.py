@@ -16,7 +16,7 @@ import pytest
 
 from pytest_mllm.judge import PROMPTS, JudgeItem, render_messages
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.spec import load_spec
+from pytest_mllm.engine.spec import load_spec
 from chat_stub import ChatStub
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"

@@ -24,8 +24,8 @@ pytest.importorskip("gguf", reason="needs gguf to read the GGUF weights: pip ins
 
 from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_messages  # noqa: E402
 from pytest_mllm.loaders import load_samples  # noqa: E402
-from pytest_mllm.openai_client import ChatClient  # noqa: E402
-from pytest_mllm.spec import load_spec  # noqa: E402
+from pytest_mllm.engine.chat import ChatClient  # noqa: E402
+from pytest_mllm.engine.spec import load_spec  # noqa: E402
 from local_serve import Server, free_port  # noqa: E402
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"

@@ -54,7 +54,7 @@ def test_k_and_m_select_subsets(pytester: pytest.Pytester) -> None:
 
 
 def test_a_spec_file_is_a_test_file(pytester: pytest.Pytester) -> None:
-    from pytest_mllm.spec import find_spec
+    from pytest_mllm.engine.spec import find_spec
 
     spec = pytester.path / "my_shapes.yaml"
     spec.write_text(find_spec("shapes").read_text().replace("images_per_task: 40", "images_per_task: 3"))

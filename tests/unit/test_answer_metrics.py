@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.answer_metrics import (
+from pytest_mllm.scoring.references import (
     SCORERS,
     anls,
     caption_bleu4,
@@ -22,11 +22,11 @@ from pytest_mllm.answer_metrics import (
     score_answer,
     vqa_match,
 )
-from pytest_mllm.metrics import KNOWN_METRICS, benchmark_metrics, mean_score
-from pytest_mllm.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
-from pytest_mllm.runner import new_record, score_record
+from pytest_mllm.scoring.metrics import KNOWN_METRICS, benchmark_metrics, mean_score
+from pytest_mllm.scoring.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
+from pytest_mllm.engine.evaluator import new_record, score_record
 from pytest_mllm.sample import Response, Sample
-from pytest_mllm.spec import BenchmarkSpec
+from pytest_mllm.engine.spec import BenchmarkSpec
 
 # --------------------------------------------------------------------------- ANLS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mllm.cache import CacheWarning, ResponseCache, cache_key
+from pytest_mllm.engine.cache import CacheWarning, ResponseCache, cache_key
 from pytest_mllm.sample import ImageRef, Sample
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mllm.gpus import GpuSpecError, gpu_groups, parse_gpu_list, visible_gpus, worker_specs
+from pytest_mllm.harness.gpus import GpuSpecError, gpu_groups, parse_gpu_list, visible_gpus, worker_specs
 
 
 def test_gpu_list_and_groups() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.compare import CompareError, compare, load_results
-from pytest_mllm.gates import parse_max_drop
-from pytest_mllm.html_report import format_value, is_rate, safe_thumbnail, write_html
+from pytest_mllm.report.compare import CompareError, compare, load_results
+from pytest_mllm.scoring.gates import parse_max_drop
+from pytest_mllm.report.html import format_value, is_rate, safe_thumbnail, write_html
 
 JPEG = "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8U"
 INJECTED = "<script>alert(1)</script>"
@@ -220,7 +220,7 @@ def test_a_file_that_is_not_a_results_document_is_named(tmp_path: Path, content:
 
 
 def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
-    from pytest_mllm import html_report
+    from pytest_mllm.report import html as html_report
 
     plain = {"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}
     assert html_report._vrp_section(plain) is None and html_report._judge_section(plain) is None
@@ -237,7 +237,7 @@ def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
 
 
 def test_the_tp_eval_section_compares_prompts_per_task_and_escapes_names() -> None:
-    from pytest_mllm import html_report
+    from pytest_mllm.report import html as html_report
 
     assert html_report._tp_eval_section({"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}) is None
     tp = {"tasks": {"exist<b>": {"samples": 4, "original_accuracy": 0.25, "optimized_accuracy": 0.75, "delta": 0.5}},

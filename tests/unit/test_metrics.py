@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.metrics import accuracy_plus, benchmark_metrics, mme_task_score, pope_metrics
+from pytest_mllm.scoring.metrics import accuracy_plus, benchmark_metrics, mme_task_score, pope_metrics
 
 
 def rec(task: str, group: str | None, answer: str, parsed: str, status: str | None = None,

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator
 import pytest
 from PIL import Image
 
-from pytest_mllm import openai_client
-from pytest_mllm.openai_client import (
+from pytest_mllm.engine import chat as openai_client
+from pytest_mllm.engine.chat import (
     ChatClient,
     ChatResult,
     EndpointError,
@@ -225,7 +225,7 @@ def test_a_closed_port_is_unreachable_and_named(caplog: pytest.LogCaptureFixture
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    with caplog.at_level(logging.INFO, logger="pytest_mllm.openai_client"):
+    with caplog.at_level(logging.INFO, logger="pytest_mllm.engine.chat"):
         with pytest.raises(EndpointUnreachable) as info:
             ChatClient(url, SECRET, max_retries=2, backoff_s=0.01).chat("m", HELLO)
     message = str(info.value)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageChops, ImageDraw
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.shapes import (
+from pytest_mllm.loaders.shapes import (
     BACKGROUND,
     COLORS,
     KINDS,
@@ -139,7 +139,7 @@ KEYS = [image_key(task, i, seed) for task in TASKS for i, seed in ((0, 0), (7, 0
 _CHILD = """
 import hashlib, json, random, sys
 random.seed(12345)  # global random state must not matter
-from pytest_mllm.shapes import build_samples, draw
+from pytest_mllm.loaders.shapes import build_samples, draw
 keys = json.loads(sys.argv[1])
 samples = build_samples(images_per_task=5, seed=2)
 print(json.dumps({

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mllm.spec import SpecError, bundled_specs, find_spec, load_spec
+from pytest_mllm.engine.spec import SpecError, bundled_specs, find_spec, load_spec
 
 
 def write(tmp_path: Path, body: str) -> Path:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from pytest_mllm.cache import ResponseCache
+from pytest_mllm.engine.cache import ResponseCache
 from pytest_mllm.tpeval.proposer import CachedProposer
 
 

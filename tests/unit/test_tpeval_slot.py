@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mllm.runner import render_prompt
+from pytest_mllm.engine.evaluator import render_prompt
 from pytest_mllm.sample import Sample
 from pytest_mllm.tpeval.slot import PromptSlot, escape_braces, prefix_instruction
 

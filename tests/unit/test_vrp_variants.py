@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from PIL import Image
 
-from pytest_mllm.images import ImageError, load_image
+from pytest_mllm.engine.images import ImageError, load_image
 from pytest_mllm.sample import ImageRef, Sample
-from pytest_mllm.shapes import COLORS, KINDS
+from pytest_mllm.loaders.shapes import COLORS, KINDS
 from pytest_mllm.vrp.expand import NoTargetRegion, expand, marked_question, marker_phrase
 from pytest_mllm.vrp.render import FULL_PROMPT
 from pytest_mllm.vrp.scenes import (
@@ -281,7 +281,7 @@ def test_partial_variant_image_is_source_plus_pointer(sources: list[Sample]) -> 
 
 _CHILD = """
 import hashlib, json, sys
-from pytest_mllm.images import load_image
+from pytest_mllm.engine.images import load_image
 from pytest_mllm.vrp.expand import expand
 from pytest_mllm.vrp.scenes import build_vrp_samples
 from pytest_mllm.vrp.variants import default_grid

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from ..collect import SESSION_KEY
-from ..sample import Sample
-from ..spec import BenchmarkSpec
-from .progress import TaskProgress
+from pytest_mllm.harness.items import SESSION_KEY
+from pytest_mllm.sample import Sample
+from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.harness.progress import TaskProgress
 
 
 class OptimizeTaskItem(pytest.Item):
@@ -38,8 +38,8 @@ class OptimizeTaskItem(pytest.Item):
         return json.dumps(self.result) if self.result is not None else None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        from .prompts_file import PromptsFileError
-        from .run import OptimizationError
+        from pytest_mllm.tpeval.prompts_file import PromptsFileError
+        from pytest_mllm.tpeval.run import OptimizationError
 
         if isinstance(excinfo.value, (OptimizationError, PromptsFileError)):
             return str(excinfo.value)

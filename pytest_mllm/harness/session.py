@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import pytest
 
-from .collect import BenchmarkFile, SampleItem
-from .gates import (
+from pytest_mllm.harness.items import BenchmarkFile, SampleItem
+from pytest_mllm.scoring.gates import (
     Gate,
     GateSyntaxError,
     Verdict,
@@ -24,10 +24,10 @@ from .gates import (
     parse_gate,
     parse_max_drop,
 )
-from .loaders import load_samples
-from .runner import Evaluator, Record, new_record
-from .sample import BadSample, Model, Sample, SkippedSample
-from .spec import BenchmarkSpec, SpecError, find_spec, is_spec_file, load_spec
+from pytest_mllm.loaders import load_samples
+from pytest_mllm.engine.evaluator import Evaluator, Record, new_record
+from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, find_spec, is_spec_file, load_spec
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
 
@@ -77,7 +77,7 @@ class Options:
             raise pytest.UsageError(str(exc)) from None
         for url_option in ("mllm_base_url", "mllm_judge_base_url", "mllm_optimizer_base_url"):
             if opt(url_option):
-                from .openai_client import check_base_url
+                from pytest_mllm.engine.chat import check_base_url
 
                 try:
                     check_base_url(opt(url_option))
@@ -129,7 +129,7 @@ class Options:
 
 def _tp_options(config: pytest.Config) -> dict[str, Any]:
     """TP-Eval's settings from --mllm-tp-*; a bad value is a usage error naming the option."""
-    from .tpeval.settings import TpSettings
+    from pytest_mllm.tpeval.settings import TpSettings
 
     opt = config.getoption
     try:
@@ -191,7 +191,7 @@ class MllmSession:
         made = self.config.hook.pytest_mllm_make_model(spec=self.options.model, config=self.config)
         if made is not None:
             return made
-        from .models.registry import make_model
+        from pytest_mllm.models.registry import make_model
 
         hf_options = dict(self.options.hf_options)
         if self.is_worker:
@@ -203,7 +203,7 @@ class MllmSession:
                   or bool(self.options.optimize_path))  # the optimizer's replies are cached too
         if self.options.cache_mode == "off" or self.options.model is None or not wanted:
             return None
-        from .cache import ResponseCache
+        from pytest_mllm.engine.cache import ResponseCache
 
         return ResponseCache(self.options.cache_path, read=self.options.cache_mode != "refresh")
 
@@ -212,7 +212,7 @@ class MllmSession:
         return not self.options.model.startswith(("baseline:", "replay:"))  # type: ignore[union-attr]
 
     def _model_identity(self) -> str | None:
-        from .models.registry import model_identity
+        from pytest_mllm.models.registry import model_identity
 
         identity = model_identity(self.options.model or "", self.options.api_options.get("base_url"))
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
@@ -223,8 +223,8 @@ class MllmSession:
 
     def _make_judge(self) -> Any:
         """The CEE judge over the shared OpenAI-compatible client; its replies share the response cache."""
-        from .judge import Judge
-        from .openai_client import ChatClient
+        from pytest_mllm.judge import Judge
+        from pytest_mllm.engine.chat import ChatClient
 
         o = self.options.judge_options
         client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
@@ -240,7 +240,7 @@ class MllmSession:
     def optimization(self) -> Any:
         """The TP-Eval optimization of this run (--mllm-optimize), built on first use."""
         if self._optimization is None:
-            from .tpeval.run import OptimizationRun
+            from pytest_mllm.tpeval.run import OptimizationRun
 
             self._optimization = OptimizationRun(self)
         return self._optimization
@@ -248,7 +248,7 @@ class MllmSession:
     def _read_prompts(self) -> Any:
         if self.options.prompts_path is None:
             return None
-        from .tpeval.prompts_file import PromptsFileError, read_prompts
+        from pytest_mllm.tpeval.prompts_file import PromptsFileError, read_prompts
 
         try:
             return read_prompts(self.options.prompts_path)
@@ -260,8 +260,8 @@ class MllmSession:
         (SpecError otherwise)."""
         if self.prompts is None or spec.name in self._prompted_specs:
             return
-        from .tpeval.prompts_file import PromptsFileError, check_prompts
-        from .tpeval.run import task_order, with_template
+        from pytest_mllm.tpeval.prompts_file import PromptsFileError, check_prompts
+        from pytest_mllm.tpeval.run import task_order, with_template
 
         tasks = task_order([s for s in samples if isinstance(s, Sample)])
         try:
@@ -302,7 +302,7 @@ class MllmSession:
         mode = self.variant_mode(spec)
         if mode == "none":
             return list(samples)
-        from .vrp.expand import with_variants
+        from pytest_mllm.vrp.expand import with_variants
 
         return with_variants(samples, mode)
 
@@ -408,7 +408,7 @@ class MllmSession:
 
     def _task_optimized(self, outcome: dict[str, Any], spec: BenchmarkSpec) -> None:
         """Write a finished task into the prompts file at once: an interrupted run keeps it."""
-        from .tpeval.run import task_prompts
+        from pytest_mllm.tpeval.run import task_prompts
 
         outcome["benchmark"] = spec.name
         self.tp_outcomes.append(outcome)
@@ -453,7 +453,7 @@ class MllmSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             return
-        from .results import RunResults, results_document, write_json
+        from pytest_mllm.report.results import RunResults, results_document, write_json
 
         gathered = RunResults()
         for record, spec_path in self._records:
@@ -466,15 +466,15 @@ class MllmSession:
         if self.options.json_path:
             write_json(self.options.json_path, document)
         if self.options.html_path:
-            from .html_report import write_html
+            from pytest_mllm.report.html import write_html
 
             write_html(document, self.options.html_path)
         if self.options.vrp_radar:
-            from .vrp.radar import write_radar
+            from pytest_mllm.vrp.radar import write_radar
 
             write_radar({name: r.scopes.get("vrp") or {} for name, r in results.items()}, self.options.vrp_radar)
         if self.options.mme_results:
-            from .mme_results import write_mme_results
+            from pytest_mllm.loaders.mme_results import write_mme_results
 
             write_mme_results([r for res in results.values() for r in res.records], self.options.mme_results)
 
@@ -513,8 +513,8 @@ class MllmSession:
         if self.is_worker:
             return
         if self.tp_outcomes:
-            from .terminal import render
-            from .tpeval.report import optimization_table, summarize_warnings
+            from pytest_mllm.report.terminal import render
+            from pytest_mllm.tpeval.report import optimization_table, summarize_warnings
 
             terminalreporter.section("pytest-mllm TP-Eval prompt customization")
             terminalreporter.write(render([optimization_table(self.tp_outcomes)], terminalreporter._tw.fullwidth,
@@ -526,7 +526,7 @@ class MllmSession:
             terminalreporter.write_line(f"pytest-mllm: prompts written to {self.options.optimize_path}")
         if not (self.results_by_bench or self.verdicts):
             return
-        from .terminal import (
+        from pytest_mllm.report.terminal import (
             benchmark_tables,
             category_table,
             gates_table,
@@ -535,7 +535,7 @@ class MllmSession:
             render,
             vrp_table,
         )
-        from .tpeval.report import tp_eval_table
+        from pytest_mllm.tpeval.report import tp_eval_table
 
         tables: list[Any] = []
         for result in self.results_by_bench.values():
@@ -561,7 +561,7 @@ def _thumbnail(sample: Sample, max_pixels: int) -> str | None:
     import base64
     import io
 
-    from .images import ImageError, load_image
+    from pytest_mllm.engine.images import ImageError, load_image
 
     if not sample.images:
         return None

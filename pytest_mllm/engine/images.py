@@ -9,7 +9,7 @@ import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .sample import ImageRef
+from pytest_mllm.sample import ImageRef
 
 if TYPE_CHECKING:
     from PIL import Image

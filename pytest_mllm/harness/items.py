@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _pytest.mark.structures import Mark
 
-from .sample import BadSample, Sample, SkippedSample
-from .spec import BenchmarkSpec, SpecError, load_spec
+from pytest_mllm.sample import BadSample, Sample, SkippedSample
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 
 if TYPE_CHECKING:
-    from .session import MllmSession
+    from pytest_mllm.harness.session import MllmSession
 
 _BUILTIN_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"}
 
@@ -43,7 +43,7 @@ class BenchmarkFile(pytest.File):
         spec = load_spec(self.path.resolve())
         samples = mllm.samples_for(spec)
         if mllm.options.optimize_path:  # TP-Eval: one test per task instead of one per sample
-            from .tpeval.item import OptimizeTaskItem
+            from pytest_mllm.harness.optimize_item import OptimizeTaskItem
 
             by_task: dict[str, list[Sample]] = {}
             for sample in samples:
@@ -129,13 +129,13 @@ class VrpPropertyItem(SampleItem):
     """One source sample; hypothesis draws visual-prompt variants and checks the metamorphic relation."""
 
     def runtest(self) -> None:
-        from .vrp.property import check_relation
+        from pytest_mllm.vrp.property import check_relation
 
         mllm: MllmSession = self.config.stash[SESSION_KEY]
         check_relation(self, mllm)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        from .vrp.property import RelationViolated
+        from pytest_mllm.vrp.property import RelationViolated
 
         if isinstance(excinfo.value, RelationViolated):
             notes = "\n".join(getattr(excinfo.value, "__notes__", []))

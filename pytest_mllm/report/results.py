@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .gates import Verdict, flatten
-from .metrics import benchmark_metrics
-from .spec import BenchmarkSpec, load_spec
-from .tpeval.report import tp_metrics
+from pytest_mllm import __version__
+from pytest_mllm.scoring.gates import Verdict, flatten
+from pytest_mllm.scoring.metrics import benchmark_metrics
+from pytest_mllm.engine.spec import BenchmarkSpec, load_spec
+from pytest_mllm.tpeval.report import tp_metrics
 
 Record = dict[str, Any]
 

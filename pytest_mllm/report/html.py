@@ -25,9 +25,9 @@ from typing import Any, Callable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
-from . import __version__
+from pytest_mllm import __version__
 
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(__file__).parent.parent / "templates"
 RATE_METRICS = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio")
 SCORE_COLUMNS = ("accuracy", "accuracy_plus", "score", "precision", "recall", "f1", "yes_ratio")
 HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "precision %",
@@ -345,7 +345,7 @@ def _vrp_section(document: Document) -> Section | None:
         return None
     radar = None
     if charts_available():
-        from .vrp.radar import radar_svg
+        from pytest_mllm.vrp.radar import radar_svg
 
         radar = Markup(radar_svg(found))
     return Section("vrp", "Visual referring prompts (VRPTEST)", render("vrp.html.j2", benchmarks=found, radar=radar))

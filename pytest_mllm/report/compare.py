@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
-from .gates import Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
-from .html_report import (CHARTS_MISSING, RATE_METRICS, Card, Section, Series, bar_chart, charts_available,
+from pytest_mllm.scoring.gates import Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
+from pytest_mllm.report.html import (CHARTS_MISSING, RATE_METRICS, Card, Section, Series, bar_chart, charts_available,
                           format_created, format_delta, format_value, is_rate, render, render_page, sample_view,
                           task_options, write_page)
 
@@ -364,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if comparison["gates"]:
         console.print(_gates_table(comparison["gates"]))
     if args.json:
-        from .results import write_json
+        from pytest_mllm.report.results import write_json
 
         write_json(args.json, comparison)
     if args.html:

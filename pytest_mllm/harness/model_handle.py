@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .sample import Model, Sample
-from .spec import load_spec
+from pytest_mllm.sample import Model, Sample
+from pytest_mllm.engine.spec import load_spec
 
 if TYPE_CHECKING:
-    from .session import MllmSession
+    from pytest_mllm.harness.session import MllmSession
 
 
 class ModelHandle:

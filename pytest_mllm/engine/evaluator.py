@@ -11,11 +11,11 @@ import time
 import traceback
 from typing import Any, Callable, Sequence
 
-from .cache import ResponseCache, cache_key
-from .images import DEFAULT_MAX_PIXELS, ImageError, load_image
-from .parsers import SCORED_PARSERS, get_parser, normalize_answer
-from .sample import Model, Request, Response, Sample
-from .spec import BenchmarkSpec
+from pytest_mllm.engine.cache import ResponseCache, cache_key
+from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+from pytest_mllm.scoring.parsers import SCORED_PARSERS, get_parser, normalize_answer
+from pytest_mllm.sample import Model, Request, Response, Sample
+from pytest_mllm.engine.spec import BenchmarkSpec
 
 Record = dict[str, Any]
 
@@ -76,11 +76,11 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
     if record["parser"] in SCORED_PARSERS:
         return _score_against_references(record, sample, response, parsed)
     if record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
-        from .vrp.code_match import relaxed_code_match
+        from pytest_mllm.vrp.code_match import relaxed_code_match
 
         correct = relaxed_code_match(response.text, sample.answer)
     elif sample.answer_type == "open":
-        from .judge import word_match
+        from pytest_mllm.judge import word_match
 
         try:
             correct = word_match(response.text, references(sample))
@@ -98,7 +98,7 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
 def _score_against_references(record: Record, sample: Sample, response: Response, parsed: str) -> Record:
     """A continuous score (ANLS, relaxed accuracy, VQA match, caption BLEU-4) and the verdict its
     threshold gives; a metric that cannot run (no sacrebleu, no reference) errors this sample alone."""
-    from .answer_metrics import score_answer
+    from pytest_mllm.scoring.references import score_answer
 
     given = sample.metadata.get("references")
     if given is not None and (not isinstance(given, (list, tuple)) or not all(isinstance(r, str) for r in given)):
@@ -198,7 +198,7 @@ class Evaluator:
         """CEE verdicts for open answers; a judge failure turns the sample into an error, never a score."""
         if not pairs:
             return
-        from .judge import JudgeItem
+        from pytest_mllm.judge import JudgeItem
 
         if self._judge is None:
             self._judge = self._judge_factory()  # type: ignore[misc]

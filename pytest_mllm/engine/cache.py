@@ -17,8 +17,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .images import ImageError, resolve_inside
-from .sample import ImageRef, Sample
+from pytest_mllm.engine.images import ImageError, resolve_inside
+from pytest_mllm.sample import ImageRef, Sample
 
 SCHEMA_VERSION = 2  # 2 added latency_s (a version-1 file is migrated in place)
 

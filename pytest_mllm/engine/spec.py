@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from .metrics import KNOWN_METRICS
-from .parsers import PARSERS
+from pytest_mllm.scoring.metrics import KNOWN_METRICS
+from pytest_mllm.scoring.parsers import PARSERS
 
 LOADERS = ("mme", "mme_results", "tsv", "jsonl", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root

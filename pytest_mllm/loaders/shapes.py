@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from PIL import Image, ImageDraw
 
-from .sample import ImageRef, Sample
+from pytest_mllm.sample import ImageRef, Sample
 
 TASKS = ("existence", "count", "color", "position", "choice")
 KINDS = ("circle", "square", "triangle", "cross")

@@ -201,7 +201,7 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
 def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
     """Open-ended answers: word matching and the judge ensemble (CEE) side by side, their
     agreement, the vote splits, abstentions, judge errors, and agreement with human labels."""
-    from .judge import agreement, cohen_kappa
+    from pytest_mllm.judge import agreement, cohen_kappa
 
     answered = [r for r in records if r.get("answer_type") == "open" and r.get("word_match") is not None]
     if not answered:
