@@ -16,8 +16,8 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.scoring.parsers import SCORED_PARSERS, get_parser, normalize_answer
 from pytest_mllm.sample import Model, Request, Response, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.record import Record, new_record
 
-Record = dict[str, Any]
 
 
 def render_options(sample: Sample) -> str:
@@ -36,38 +36,15 @@ def render_prompt(template: str, sample: Sample) -> str:
     })
 
 
-def new_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
-    """A record for `sample` before the model has answered."""
+def sample_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
+    """The record of `sample` before the model has answered."""
     parser = spec.task_settings(sample.task).parser
-    return {
-        "id": sample.id,
-        "benchmark": sample.benchmark,
-        "task": sample.task,
-        "group": spec.group_of(sample.task),
-        "image": sample.image_name,
-        "question": sample.question,
-        "prompt": prompt,
-        "answer": normalize_answer(sample.answer, parser),
-        "answer_type": sample.answer_type,
-        "parser": parser,
-        "pair_group": sample.pair_group,
-        "category": sample.category,
-        "l2_category": sample.l2_category,
-        "split": sample.split,
-        "response": None,
-        "parsed": None,
-        "correct": None,
-        "status": "error",
-        "error": None,
-        "latency_s": None,
-        "model": None,
-        "cached": False,
-        "variant": sample.metadata.get("vrp"),
-        "human_label": sample.metadata.get("human_label"),
-        "word_match": None,
-        "judge": None,
-        "score": None,  # per-sample score in [0, 1] from parsers scored against references (anls, …)
-    }
+    return new_record(
+        id=sample.id, benchmark=sample.benchmark, task=sample.task, question=sample.question, prompt=prompt,
+        answer=normalize_answer(sample.answer, parser), group=spec.group_of(sample.task), image=sample.image_name,
+        answer_type=sample.answer_type, parser=parser, pair_group=sample.pair_group, category=sample.category,
+        l2_category=sample.l2_category, split=sample.split, variant=sample.metadata.get("vrp"),
+        human_label=sample.metadata.get("human_label"))
 
 
 def score_record(record: Record, sample: Sample, response: Response) -> Record:
@@ -171,7 +148,7 @@ class Evaluator:
         A failure is confined to its sample: bad images error alone, and a failing batch
         is halved until the culprit is alone (which also answers out-of-memory errors).
         """
-        records = [new_record(sample, spec, render_prompt(spec.task_settings(sample.task).prompt, sample))
+        records = [sample_record(sample, spec, render_prompt(spec.task_settings(sample.task).prompt, sample))
                    for sample, spec in items]
         todo: list[tuple[Record, Sample, int]] = []
         for record, (sample, spec) in zip(records, items):

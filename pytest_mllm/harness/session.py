@@ -25,7 +25,8 @@ from pytest_mllm.scoring.gates import (
     parse_max_drop,
 )
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.engine.evaluator import Evaluator, Record, new_record
+from pytest_mllm.engine.evaluator import Evaluator, sample_record
+from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, find_spec, is_spec_file, load_spec
 
@@ -610,6 +611,6 @@ def _resolved_device(device: str) -> str:
 def _bad_sample_record(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
     """An error record for a sample that could not be read."""
     placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
-    record = new_record(placeholder, spec, "")
+    record = sample_record(placeholder, spec, "")
     record["error"] = sample.error if isinstance(sample, BadSample) else sample.reason
     return record

@@ -14,8 +14,8 @@ from pytest_mllm.scoring.gates import Verdict, flatten
 from pytest_mllm.scoring.metrics import benchmark_metrics
 from pytest_mllm.engine.spec import BenchmarkSpec, load_spec
 from pytest_mllm.tpeval.report import tp_metrics
+from pytest_mllm.record import Record
 
-Record = dict[str, Any]
 
 
 @dataclass

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
+from pytest_mllm.record import Record
 
-Record = Mapping[str, Any]
 Scope = dict[str, float | int]
 
 KNOWN_METRICS = ("accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge", "mean_score")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from typing import Any, Sequence
+from pytest_mllm.record import Record
 
-Record = dict[str, Any]
 
 
 def tp_metrics(records: Sequence[Record]) -> dict[str, Any] | None:

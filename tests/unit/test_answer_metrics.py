@@ -24,7 +24,7 @@ from pytest_mllm.scoring.references import (
 )
 from pytest_mllm.scoring.metrics import KNOWN_METRICS, benchmark_metrics, mean_score
 from pytest_mllm.scoring.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
-from pytest_mllm.engine.evaluator import new_record, score_record
+from pytest_mllm.engine.evaluator import sample_record, score_record
 from pytest_mllm.sample import Response, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec
 
@@ -187,7 +187,7 @@ def _sample(references: list[str] | Any) -> Sample:
 def _scored(parser: str, response: str, references: list[str] | Any) -> dict[str, Any]:
     spec = BenchmarkSpec(path=Path("b.yaml"), name="b", loader="jsonl", parser=parser)
     sample = _sample(references)
-    return score_record(new_record(sample, spec, "q?"), sample, Response(response, latency_s=0.5))
+    return score_record(sample_record(sample, spec, "q?"), sample, Response(response, latency_s=0.5))
 
 
 def test_records_carry_the_score_and_its_verdict() -> None:
@@ -208,7 +208,7 @@ def test_bad_references_error_the_sample() -> None:
 def test_other_parsers_leave_the_score_empty() -> None:
     spec = BenchmarkSpec(path=Path("b.yaml"), name="b", loader="jsonl", parser="mme")
     sample = Sample(id="t::2", benchmark="b", task="t", question="q?", answer="Yes")
-    record = score_record(new_record(sample, spec, "q?"), sample, Response("yes"))
+    record = score_record(sample_record(sample, spec, "q?"), sample, Response("yes"))
     assert record["score"] is None and record["status"] == "correct"
 
 
