@@ -11,6 +11,10 @@ import json
 from typing import Any, TypedDict
 
 
+class SampleError(Exception):
+    """A sample errored (bad data, unreadable image, model crash): its test errors with this message."""
+
+
 class OriginalAnswer(TypedDict):
     """With --mllm-prompts: the same sample answered under the benchmark's own prompt."""
 

@@ -1,8 +1,8 @@
 """The plain, typed hand-offs between stages: Sample, ImageRef, Request, Response.
 
-A benchmark loader yields `Sample`s; the runner turns each into a `Request` (rendered
-prompt + decoded images) for a model, which returns a `Response`. Records (what the
-reporter aggregates) are plain dicts built in `record.py`.
+A benchmark loader yields `Sample`s; the evaluator turns each into a `Request` (rendered
+prompt + decoded images) for a model, which returns a `Response`; the sample's outcome is a
+`Record` (record.py), which metrics and reports aggregate.
 """
 
 from __future__ import annotations

@@ -196,16 +196,16 @@ def _description(spec: BenchmarkSpec, curation: Curation, settings: Settings, pa
 
 def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
     """Ask the review LLM about every unanswered sample (never drops or keeps anything itself)."""
-    from pytest_mllm.engine.chat import ChatClient
     from pytest_mllm.curation.review import ask_reviewer
+    from pytest_mllm.engine.endpoint import Endpoint
 
     if not curation.review:
         console.print("review LLM: no unanswered sample to check", highlight=False, soft_wrap=True, markup=False)
         return
-    client = ChatClient(args.review_base_url, api_key=os.environ.get(args.review_api_key_env) or None, max_retries=1)
+    endpoint = Endpoint(args.review_base_url, os.environ.get(args.review_api_key_env) or None, max_retries=1)
     model = args.review_llm.split(":", 1)[1]
     with console.status(f"asking {args.review_llm} about {len(curation.review)} unanswered sample(s) …"):
-        ask_reviewer(curation.review, curation.items, client, model, send_images=not args.review_text_only,
+        ask_reviewer(curation.review, curation.items, endpoint, model, send_images=not args.review_text_only,
                      max_tokens=args.review_max_tokens)
     errors = sum(1 for e in curation.review if e["llm"]["error"])
     console.print(f"review LLM: {len(curation.review) - errors} verdict(s), {errors} error(s) in review.jsonl",

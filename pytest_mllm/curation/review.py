@@ -1,10 +1,10 @@
 """The review list: samples no judge answers correctly, which are often wrongly labelled.
 
 Each entry holds the question, the reference answer and every judge's answer. With a review
-LLM (any OpenAI-compatible chat endpoint through `ChatClient`), each sample is sent with its
-image asking whether the reference answer looks wrong; the verdict and the whole reply are
-stored. A verdict never drops or keeps a sample: a person decides (`--keep-unanswered` keeps
-the whole list in the curated benchmark).
+LLM (at any OpenAI-compatible chat `Endpoint`), each sample is sent with its image asking
+whether the reference answer looks wrong; the verdict and the whole reply are stored. A
+verdict never drops or keeps a sample: a person decides (`--keep-unanswered` keeps the whole
+list in the curated benchmark).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pytest_mllm.curation.panel import Run
 from pytest_mllm.curation.units import Item, Unit
 
 if TYPE_CHECKING:
-    from pytest_mllm.engine.chat import ChatClient
+    from pytest_mllm.engine.endpoint import Endpoint
 
 REVIEW_PROMPT = (
     "You are checking a benchmark for labelling mistakes. Several vision-language models all failed "
@@ -71,11 +71,12 @@ def review_messages(entry: dict[str, Any], image: Any | None) -> list[dict[str, 
     return [{"role": "user", "content": content}]
 
 
-def ask_reviewer(entries: list[dict[str, Any]], items: dict[str, Item], client: "ChatClient", model: str, *,
+def ask_reviewer(entries: list[dict[str, Any]], items: dict[str, Item], endpoint: Endpoint, model: str, *,
                  send_images: bool = True, max_tokens: int = 128, max_pixels: int | None = None) -> None:
-    """Ask the LLM about every entry and store its verdict, reply and any error under entry["llm"]."""
+    """Ask the LLM at `endpoint` about every entry; store its verdict, reply and any error under entry["llm"]."""
     from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
+    client = endpoint.client()
     conversations = []
     notes: list[str | None] = []
     for entry in entries:

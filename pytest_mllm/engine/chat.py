@@ -1,27 +1,23 @@
-"""A small client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …).
+"""A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-Standard library only (urllib + threads), so `--mllm=openai:<model>` needs no extra
-install. Retries 429, 5xx and connection failures with capped exponential backoff and
-jitter (honouring `Retry-After`); never other 4xx. The API key is sent only in the
-`Authorization` header: it is kept out of `repr`, logs and every exception message.
+The SDK does the HTTP work: retries of connection failures, timeouts, 408, 409, 429 and
+5xx with exponential backoff (honouring `Retry-After` up to its cap), never of other 4xx.
+Ours are the error types, the concurrency cap, the fast reachability check and the key's
+safety: it is sent only in the `Authorization` header and kept out of `repr`, logs and
+every exception message. `openai` is imported only when a client is made (the plugin's
+import path stays light).
 """
 
 from __future__ import annotations
 
 import base64
-import email.utils
-import http.client
 import io
 import json
-import logging
 import os
-import random
 import socket
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -30,13 +26,11 @@ if TYPE_CHECKING:
     from PIL import Image
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-MAX_WAIT_S = 60.0  # the longest single wait between attempts, Retry-After included
 _EXCERPT_CHARS = 300
-_MAX_ERROR_BYTES = 1 << 16  # of an error body, read for its excerpt
 _PNG_MODES = {"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"}
+_NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
 
 Message = dict[str, Any]
-log = logging.getLogger(__name__)
 
 
 class ChatError(Exception):
@@ -68,15 +62,6 @@ class ChatResult:
     latency_s: float
 
 
-class _Retryable(Exception):
-    """An attempt failed in a way worth retrying; `error` is raised if no retry is left."""
-
-    def __init__(self, error: ChatError, retry_after: float | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-
-
 def image_content(image: "Image.Image") -> dict[str, Any]:
     """A chat content part carrying `image` as a PNG data URL."""
     if image.mode not in _PNG_MODES:
@@ -90,28 +75,6 @@ def image_content(image: "Image.Image") -> dict[str, Any]:
 def _excerpt(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + " …"
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds the server asks us to wait (`retry-after-ms`, or `Retry-After` as seconds or a date)."""
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    value = headers.get("retry-after")
-    try:
-        if millis is not None:
-            return max(0.0, float(millis) / 1000)
-        if value is not None:
-            return max(0.0, float(value))
-    except ValueError:
-        pass
-    if value:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return None
 
 
 def _message_text(content: Any) -> str | None:
@@ -141,8 +104,9 @@ class ChatClient:
     """Chat completions against one OpenAI-compatible endpoint, with retries and bounded concurrency.
 
     `base_url` defaults to `$OPENAI_BASE_URL`, then the OpenAI API; `api_key` to
-    `$OPENAI_API_KEY` (local servers need none). `concurrency` caps the requests in flight
-    through this client, from `chat_many` and from any threads calling `chat`.
+    `$OPENAI_API_KEY` (local servers need none: then no `Authorization` header is sent).
+    `concurrency` caps the requests in flight through this client, from `chat_many` and from
+    any threads calling `chat`; a request keeps its slot through the SDK's retries.
     """
 
     def __init__(
@@ -152,19 +116,28 @@ class ChatClient:
         *,
         timeout_s: float = 60,
         max_retries: int = 4,
-        backoff_s: float = 1.0,
         concurrency: int = 8,
     ) -> None:
         url = resolve_base_url(base_url)
         check_base_url(url)
-        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or concurrency < 1:
-            raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0 and concurrency >= 1")
+        if timeout_s <= 0 or max_retries < 0 or concurrency < 1:
+            raise ValueError("need timeout_s > 0, max_retries >= 0 and concurrency >= 1")
+        try:
+            import openai
+        except ImportError:
+            raise ImportError("ChatClient needs the openai package: pip install 'pytest-mllm[openai]'") from None
         self.base_url = url
         self.timeout_s = timeout_s
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
         self.concurrency = concurrency
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        # Every request leaves out the headers the SDK would fill from the environment, and the
+        # placeholder key. (`Omit` is public only in releases later than our minimum, 1.40.)
+        omit = getattr(openai, "Omit", None) or openai._types.Omit
+        self._headers: dict[str, Any] = {"OpenAI-Organization": omit(), "OpenAI-Project": omit()}
+        if not self._api_key:
+            self._headers["Authorization"] = omit()
+        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout_s, max_retries=max_retries)
         self._slots = threading.BoundedSemaphore(concurrency)
 
     def __repr__(self) -> str:
@@ -182,31 +155,31 @@ class ChatClient:
         try:
             socket.create_connection((parts.hostname, port), timeout=min(self.timeout_s, 10)).close()
         except OSError as exc:
-            raise EndpointUnreachable(self._scrub(
-                f"cannot reach {self.url}: {exc}. Check that the server is running and that the "
-                "base URL (--mllm-base-url / $OPENAI_BASE_URL) is right.")) from None
+            raise self._unreachable(exc) from None
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
-        """One completion of `messages`; raises a `ChatError` once retries are spent."""
-        body = json.dumps({"model": model, "messages": list(messages), "temperature": temperature,
-                           "max_tokens": max_tokens}).encode()
+        """One completion of `messages`; raises a `ChatError` once the SDK's retries are spent.
+
+        SDK exceptions are never chained: their requests hold the headers.
+        """
+        import openai
+
         start = time.perf_counter()
-        attempt = 0
-        while True:
-            try:
-                with self._slots:
-                    data = self._post(body)
-            except _Retryable as exc:
-                if attempt == self.max_retries:
-                    raise exc.error from None
-                wait = self._wait_s(attempt, exc.retry_after)
-                attempt += 1
-                log.info("%s; retry %d/%d in %.2fs", exc.error, attempt, self.max_retries, wait)
-                time.sleep(wait)
-                continue
-            text, finish_reason = self._parse(data)
-            return ChatResult(text, finish_reason, time.perf_counter() - start)
+        try:
+            with self._slots:
+                raw = self._sdk.chat.completions.with_raw_response.create(
+                    model=model, messages=list(messages),  # type: ignore[arg-type]
+                    temperature=temperature, max_tokens=max_tokens, extra_headers=self._headers)
+        except openai.APITimeoutError:
+            raise self._unreachable(f"no answer within {self.timeout_s:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise self._unreachable(exc.__cause__ or exc) from None
+        except openai.APIStatusError as exc:
+            raise EndpointError(self._scrub(
+                f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code) from None
+        text, finish_reason = self._parse(raw.http_response.text)
+        return ChatResult(text, finish_reason, time.perf_counter() - start)
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
@@ -227,57 +200,20 @@ class ChatClient:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _wait_s(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with jitter, at least what the server asked, at most MAX_WAIT_S."""
-        backoff = self.backoff_s * 2.0**attempt * random.uniform(0.5, 1.0)
-        return min(MAX_WAIT_S, max(backoff, retry_after or 0.0))
-
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
 
-    def _unreachable(self, reason: object) -> _Retryable:
-        return _Retryable(EndpointUnreachable(self._scrub(
+    def _unreachable(self, reason: object) -> EndpointUnreachable:
+        return EndpointUnreachable(self._scrub(
             f"cannot reach {self.url}: {reason}. Check that the server is running and that the "
-            "base URL (--mllm-base-url / $OPENAI_BASE_URL) is right.")))
+            "base URL (--mllm-base-url / $OPENAI_BASE_URL) is right."))
 
-    def _request(self, body: bytes) -> urllib.request.Request:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-
-    def _post(self, body: bytes) -> Any:
-        """One POST; returns the decoded JSON, raises `_Retryable` or a final `ChatError`.
-
-        Transport exceptions are not chained: their frames' locals hold the request headers.
-        """
+    def _parse(self, body: str) -> tuple[str, str | None]:
+        """(text, finish_reason) of the first choice of a 2xx body; `MalformedResponse` if there is none."""
         try:
-            with urllib.request.urlopen(self._request(body), timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            status, retry_after = exc.code, _retry_after(exc.headers)
-            try:
-                detail = exc.read(_MAX_ERROR_BYTES).decode("utf-8", "replace")
-            except (OSError, http.client.HTTPException):
-                detail = ""
-            error = EndpointError(self._scrub(f"{self.url} answered HTTP {status}: {_excerpt(detail)}"), status)
-            if status == 429 or status >= 500:
-                raise _Retryable(error, retry_after) from None
-            raise error from None
-        except urllib.error.URLError as exc:
-            raise self._unreachable(exc.reason) from None
-        except TimeoutError:
-            raise self._unreachable(f"no answer within {self.timeout_s:g}s") from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise self._unreachable(f"{type(exc).__name__}: {exc}") from None
-        try:
-            return json.loads(raw)
+            data = json.loads(body)
         except ValueError:
-            raise MalformedResponse(self._scrub(
-                f"{self.url} answered with invalid JSON: {_excerpt(raw.decode('utf-8', 'replace'))}")) from None
-
-    def _parse(self, data: Any) -> tuple[str, str | None]:
-        """(text, finish_reason) of the first choice; `MalformedResponse` if there is none."""
+            raise MalformedResponse(self._scrub(f"{self.url} answered with invalid JSON: {_excerpt(body)}")) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise MalformedResponse(self._scrub(

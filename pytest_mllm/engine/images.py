@@ -9,7 +9,7 @@ import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_mllm.sample import ImageRef
+from pytest_mllm.sample import ImageRef, Sample
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -75,3 +75,17 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
         raise ImageError(f"{label} refused as a decompression bomb: {exc}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageError(f"cannot decode {label}: {exc}") from None
+
+
+def thumbnail_url(sample: Sample, max_pixels: int) -> str | None:
+    """A small JPEG data URL of the sample's first image (None when it has none or it cannot be read)."""
+    if not sample.images:
+        return None
+    try:
+        image = load_image(sample.images[0], max_pixels)
+    except ImageError:
+        return None
+    image.thumbnail((160, 160))
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=80)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

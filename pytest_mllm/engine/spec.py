@@ -1,4 +1,10 @@
-"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution."""
+"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution.
+
+A spec file is validated by a pydantic model (built on first use, with the parser and metric names
+registered then) whose errors are told in the spec's words: file, dotted field, problem, fix. The
+same model gives the JSON Schema committed as benchmarks/spec.schema.json, for editors; regenerate
+it with `python -m pytest_mllm.engine.spec --write-schema benchmarks/spec.schema.json`.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_mllm.scoring.metrics import KNOWN_METRICS
-from pytest_mllm.scoring.parsers import PARSERS
-
 LOADERS = ("mme", "mme_results", "tsv", "jsonl", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _COMMENT = re.compile(r"\s#")  # a comment in a subset file: '#' at a line's start or after white space
 
 
@@ -158,113 +161,289 @@ def load_spec(path: Path) -> BenchmarkSpec:
     return _validate(path, raw)
 
 
-_TOP_FIELDS = {
-    "name", "loader", "version", "description", "data", "parser", "prompt", "max_new_tokens",
-    "metrics", "headline", "groups", "tasks", "loader_options", "variants", "subset",
-}
-
-
 def _validate(path: Path, raw: Any) -> BenchmarkSpec:
-    def fail(field_name: str, problem: str) -> SpecError:
-        return SpecError(f"{path}: field {field_name!r}: {problem}")
+    """The spec file's mapping checked by the pydantic model, as a BenchmarkSpec."""
+    from pydantic import ValidationError
 
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a benchmark spec must be a YAML mapping (name:, loader:, …)")
-    unknown = sorted(set(raw) - _TOP_FIELDS)
-    if unknown:
-        raise fail(unknown[0], f"unknown field; allowed fields: {', '.join(sorted(_TOP_FIELDS))}")
-    for required in ("name", "loader"):
-        if required not in raw:
-            raise fail(required, "missing (required)")
-    name = raw["name"]
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise fail("name", f"{name!r} must be a word of letters, digits, '_' or '-'")
-    if raw["loader"] not in LOADERS:
-        raise fail("loader", f"{raw['loader']!r} is not one of {', '.join(LOADERS)}")
-
-    data = raw.get("data") or {}
-    if not isinstance(data, dict) or set(data) - {"root", "file"}:
-        raise fail("data", "must be a mapping with optional keys root and file")
-    parser = _choice(raw.get("parser", "exact"), PARSERS, "parser", fail)
-    prompt = _string(raw.get("prompt", "{question}"), "prompt", fail)
-    metrics = raw.get("metrics", ["accuracy"])
-    if not isinstance(metrics, list) or not metrics:
-        raise fail("metrics", f"must be a non-empty list of {', '.join(KNOWN_METRICS)}")
-    for metric in metrics:
-        _choice(metric, KNOWN_METRICS, "metrics", fail)
-    headline = raw.get("headline", "score" if "mme_score" in metrics else "accuracy")
-    _string(headline, "headline", fail)
-    max_new_tokens = raw.get("max_new_tokens", 16)
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise fail("max_new_tokens", f"{max_new_tokens!r} must be a positive integer")
-
-    groups_raw = raw.get("groups") or {}
-    if not isinstance(groups_raw, dict):
-        raise fail("groups", "must map a group name to a list of task names")
-    groups: dict[str, tuple[str, ...]] = {}
-    for group, members in groups_raw.items():
-        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-            raise fail(f"groups.{group}", "must be a list of task names")
-        groups[str(group)] = tuple(members)
-
-    tasks_raw = raw.get("tasks") or {}
-    if not isinstance(tasks_raw, dict):
-        raise fail("tasks", "must map a task name to {parser:, prompt:}")
-    tasks: dict[str, TaskSettings] = {}
-    for task, settings in tasks_raw.items():
-        settings = settings or {}
-        if not isinstance(settings, dict) or set(settings) - {"parser", "prompt"}:
-            raise fail(f"tasks.{task}", "must be a mapping with optional keys parser and prompt")
-        tasks[str(task)] = TaskSettings(
-            parser=_choice(settings.get("parser", parser), PARSERS, f"tasks.{task}.parser", fail),
-            prompt=_string(settings.get("prompt", prompt), f"tasks.{task}.prompt", fail),
-        )
-    clash = set(groups) & (set(tasks) | {t for ms in groups.values() for t in ms})
-    if clash:
-        raise fail("groups", f"group name {sorted(clash)[0]!r} is also a task name")
-
-    variants = _choice(raw.get("variants", "none"), VARIANT_MODES, "variants", fail)
-    options = raw.get("loader_options") or {}
-    if not isinstance(options, dict):
-        raise fail("loader_options", "must be a mapping")
-    subset = _subset(raw.get("subset"), path, fail)
+    parsers, metrics = _registries()
+    model = _spec_model(parsers, metrics)
+    try:
+        checked = model.model_validate(raw, context={"spec_path": path})
+    except ValidationError as exc:
+        lines: dict[str, None] = {}  # one line per problem, in the fields' order, each naming file and field
+        for error in exc.errors():
+            field_name, problem = _explain(model, parsers, metrics, error)
+            lines[f"{path}: field {field_name!r}: {problem}"] = None
+        raise SpecError("\n".join(lines)) from None
+    tasks = {task: TaskSettings(parser=(settings and settings.parser) or checked.parser,
+                                prompt=(settings and settings.prompt) or checked.prompt)
+             for task, settings in (checked.tasks or {}).items()}
     return BenchmarkSpec(
         path=path,
-        name=name,
-        loader=raw["loader"],
-        version=str(raw.get("version", "")),
-        description=str(raw.get("description", "")),
-        data_root=_optional_string(data.get("root"), "data.root", fail),
-        data_file=_optional_string(data.get("file"), "data.file", fail),
-        parser=parser,
-        prompt=prompt,
-        max_new_tokens=max_new_tokens,
-        metrics=tuple(metrics),
-        headline=headline,
-        groups=groups,
+        name=checked.name,
+        loader=checked.loader,
+        version=checked.version,
+        description=checked.description,
+        data_root=checked.data and checked.data.root,
+        data_file=checked.data and checked.data.file,
+        parser=checked.parser,
+        prompt=checked.prompt,
+        max_new_tokens=checked.max_new_tokens,
+        metrics=tuple(checked.metrics),
+        headline=checked.headline or ("score" if "mme_score" in checked.metrics else "accuracy"),
+        groups={group: tuple(members) for group, members in (checked.groups or {}).items()},
         tasks=tasks,
-        loader_options=options,
-        variants=variants,
-        subset=subset,
+        loader_options=checked.loader_options or {},
+        variants=checked.variants,
+        subset=checked.subset,
     )
 
 
-def _subset(value: Any, path: Path, fail: Any) -> str | None:
-    """The `subset` field: a file of sample ids, relative to the spec and inside its folder."""
+def _registries() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The parser and metric names registered now (read at each validation, never at import)."""
+    from pytest_mllm.scoring.metrics import KNOWN_METRICS
+    from pytest_mllm.scoring.parsers import PARSERS
+
+    return tuple(PARSERS), tuple(KNOWN_METRICS)
+
+
+# --- the spec file's model ------------------------------------------------------------------------
+
+_KEYED = ("groups", "tasks")  # fields whose keys are the user's names (of groups, of tasks)
+_PLAIN_STRING = "{input} must be a non-empty string"
+
+
+def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, str]:
+    """What a value at each field must be, by field pattern (`*`: a user's key, `#`: a list item)."""
+    def one_of(names: Any) -> str:
+        return "{input} is not one of " + ", ".join(names)
+
+    return {
+        "name": "{input} must be a word of letters, digits, '_' or '-' (starting with a letter)",
+        "loader": one_of(LOADERS),
+        "version": "{input} must be a string or a number",
+        "description": "{input} must be a string",
+        "data": "must be a mapping with optional keys root and file",
+        "data.root": _PLAIN_STRING,
+        "data.file": _PLAIN_STRING,
+        "parser": one_of(sorted(parsers)),
+        "prompt": _PLAIN_STRING,
+        "max_new_tokens": "{input} must be a positive integer",
+        "metrics": f"must be a non-empty list of {', '.join(metrics)}",
+        "metrics.#": one_of(sorted(metrics)),
+        "headline": _PLAIN_STRING,
+        "groups": "must map a group name to a list of task names",
+        "groups.*": "must be a list of task names",
+        "groups.*.#": "must be a list of task names",
+        "tasks": "must map a task name to {parser:, prompt:}",
+        "tasks.*": "must be a mapping with optional keys parser and prompt",
+        "tasks.*.parser": one_of(sorted(parsers)),
+        "tasks.*.prompt": _PLAIN_STRING,
+        "loader_options": "must be a mapping",
+        "variants": one_of(sorted(VARIANT_MODES)),
+        "subset": _PLAIN_STRING,
+    }
+
+
+def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], error: Any) -> tuple[str, str]:
+    """(dotted field, problem) of one pydantic error, in the spec's words (list positions dropped)."""
+    loc, kind = tuple(error["loc"]), error["type"]
+    if kind == "spec":  # raised by the model's own checks: the problem is already in our words
+        return error["ctx"]["field"] or ".".join(map(str, loc)), error["ctx"]["problem"]
+    if kind in ("extra_forbidden", "invalid_key"):  # a key of the spec, of data or of tasks.<name>
+        section = {"": "", "data": "data", "tasks.*": "tasks"}[_pattern(loc[:-1])]
+        allowed = _nested_fields(model.model_fields[section].annotation) if section else set(model.model_fields)
+        return ".".join(map(str, loc)), f"unknown field; allowed fields: {', '.join(sorted(allowed))}"
+    shown = ".".join(str(part) for part in loc if not isinstance(part, int))
+    if kind == "missing":
+        return shown, "missing (required)"
+    template = _problems(parsers, metrics).get(_pattern(loc), "{input} is not valid here")
+    return shown, template.replace("{input}", repr(error.get("input")))
+
+
+def _pattern(loc: tuple[Any, ...]) -> str:
+    return ".".join("#" if isinstance(part, int) else "*" if at == 1 and loc[0] in _KEYED else str(part)
+                    for at, part in enumerate(loc))
+
+
+def _nested_fields(annotation: Any) -> set[str]:
+    """Field names of the model inside an annotation such as `DataSection | None` or `dict[str, TaskSection | None]`."""
+    fields = getattr(annotation, "model_fields", None)
+    if fields is not None:
+        return set(fields)
+    return set().union(*(_nested_fields(arg) for arg in getattr(annotation, "__args__", ())))
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Schema hook for fields whose default is inherited or computed: no `"default": null` shown."""
+    schema.pop("default", None)
+
+
+def _text(value: Any) -> Any:
+    """version / description: a YAML number reads as its text; an empty field as ""."""
     if value is None:
-        return None
-    relative = _string(value, "subset", fail)
+        return ""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _empty_to_none(value: Any) -> Any:
+    """`data:`, `groups:`, `tasks:`, `loader_options:` left empty mean none."""
+    return value or None
+
+
+def _group_entries(value: Any) -> Any:
+    """groups: group names as text (a YAML key may read as a number); `groups:` left empty means none."""
+    return {str(key): entry for key, entry in value.items()} if isinstance(value, dict) else value or None
+
+
+def _task_entries(value: Any) -> Any:
+    """tasks: task names as text; a task left empty (`color:` or `color: {}`) takes the spec's settings."""
+    return {str(key): entry or None for key, entry in value.items()} if isinstance(value, dict) else value or None
+
+
+def _subset_problem(relative: str, spec_path: Path | None) -> tuple[str, str | None]:
+    """The `subset` path normalised, and what is wrong with it (None if nothing)."""
     normal = posixpath.normpath(relative.replace("\\", "/"))
     if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
-        raise fail("subset", f"{relative!r} must be a path relative to the spec's folder, inside it "
-                             "(no absolute path, no '..')")
-    folder = path.parent.resolve()
+        return normal, (f"{relative!r} must be a path relative to the spec's folder, inside it "
+                        "(no absolute path, no '..')")
+    if spec_path is None:
+        return normal, None
+    folder = spec_path.parent.resolve()
     target = (folder / normal).resolve()
     if not target.is_relative_to(folder):
-        raise fail("subset", f"{relative!r} leads outside the spec's folder {folder} (a symbolic link?)")
+        return normal, f"{relative!r} leads outside the spec's folder {folder} (a symbolic link?)"
     if not target.is_file():
-        raise fail("subset", f"subset file {target} does not exist; write one sample id per line")
-    return normal
+        return normal, f"subset file {target} does not exist; write one sample id per line"
+    return normal, None
+
+
+@functools.lru_cache(maxsize=None)
+def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
+    """The pydantic model of a spec file, for these registered parser and metric names."""
+    from typing import Annotated, Literal
+
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema
+    from pydantic import field_validator, model_validator
+    from pydantic_core import PydanticCustomError
+
+    Text = Annotated[str, Field(strict=True, min_length=1)]  # local type aliases
+    ParserName = Literal[tuple(sorted(parsers))]
+    MetricName = Literal[tuple(sorted(metrics))]
+    Scalar = Annotated[str, BeforeValidator(_text), Field(strict=True),
+                       WithJsonSchema({"type": ["string", "number", "null"]})]
+    Options = Annotated[dict[Any, Any] | None, BeforeValidator(_empty_to_none),
+                        WithJsonSchema({"type": ["object", "null"]})]  # the same in every pydantic version
+
+    class DataSection(BaseModel):
+        """Where the benchmark's data lies (not needed by the generated loaders shapes and vrp_shapes)."""
+
+        model_config = ConfigDict(extra="forbid", title="data")
+        root: Text | None = Field(None, description=(
+            "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
+            "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
+        file: Text | None = Field(None, description="The data file inside the root (loaders tsv, jsonl, vqa).",
+                                  examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
+
+    class TaskSection(BaseModel):
+        """Settings of one task; a setting left out is the spec's."""
+
+        model_config = ConfigDict(extra="forbid", title="task")
+        parser: ParserName = Field(None, description="The task's answer parser (default: the spec's parser).",
+                                   json_schema_extra=_no_default)
+        prompt: Text = Field(None, description="The task's prompt template (default: the spec's prompt).",
+                             json_schema_extra=_no_default)
+
+    def fail(field_name: str, problem: str) -> Exception:
+        return PydanticCustomError("spec", "{problem}", {"field": field_name, "problem": problem})
+
+    class SpecFile(BaseModel):
+        """A pytest-mllm benchmark spec: where the samples come from, how answers are read and scored."""
+
+        model_config = ConfigDict(extra="forbid", title="pytest-mllm benchmark spec")
+        name: Annotated[str, Field(strict=True, pattern=_NAME.pattern)] = Field(
+            description="The benchmark's name: a word of letters, digits, '_' or '-', starting with a letter.",
+            examples=["my_bench"])
+        loader: Literal[LOADERS] = Field(description=(
+            "The data format: mme (MME's release folder), mme_results (MME's results format), tsv "
+            "(base64 images: MMBench, POPE, …), jsonl, vqa (Tiny LVLM-eHub JSON), shapes and vrp_shapes "
+            "(bundled, drawn on the spot)."))
+        version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
+                                examples=["1"])
+        description: Scalar = Field("", description="One line saying what the benchmark measures.")
+        data: Annotated[DataSection | None, BeforeValidator(_empty_to_none)] = Field(
+            None, description="Where the data lies: root (a folder) and file.")
+        parser: ParserName = Field("exact", description="How an answer is read (default of every task).")
+        prompt: Text = Field("{question}", description=(
+            "The prompt template (default of every task); fields: {question}, {options}, {hint}, {task}."),
+            examples=["{question} Please answer yes or no."])
+        max_new_tokens: Annotated[int, Field(strict=True, ge=1)] = Field(
+            16, description="The most tokens a model may generate per answer.")
+        metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
+            ["accuracy"], description="The metrics computed per task, group and overall.")
+        headline: Text = Field(None, description=(
+            "The metric shown as the benchmark's result (default: score when metrics include mme_score, "
+            "else accuracy)."), examples=["accuracy", "score", "f1", "mean_score"], json_schema_extra=_no_default)
+        groups: Annotated[dict[str, list[Annotated[str, Field(strict=True)]]] | None,
+                          BeforeValidator(_group_entries)] = Field(
+            None, description="Report groups: a group name (not also a task name) to the list of its task names.",
+            examples=[{"perception": ["existence", "count", "color"]}])
+        tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
+            None, description="Per-task settings, by task name, in report order.")
+        loader_options: Options = Field(None, description="Options passed to the loader.",
+                                         examples=[{"task_column": "category"}])
+        variants: Literal[VARIANT_MODES] = Field("none", description=(
+            "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
+            "(drawn by hypothesis)."))
+        subset: Text | None = Field(None, description=(
+            "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
+            "samples run."), examples=["curated_ids.txt"])
+
+        @field_validator("subset")
+        @classmethod
+        def _subset_inside_folder(cls, value: str | None, info: ValidationInfo) -> str | None:
+            if value is None:
+                return None
+            normal, problem = _subset_problem(value, (info.context or {}).get("spec_path"))
+            if problem:
+                raise fail("subset", problem)
+            return normal
+
+        @model_validator(mode="after")
+        def _group_names_are_not_task_names(self) -> SpecFile:
+            groups = self.groups or {}
+            clash = set(groups) & (set(self.tasks or {}) | {t for members in groups.values() for t in members})
+            if clash:
+                raise fail("groups", f"group name {sorted(clash)[0]!r} is also a task name")
+            return self
+
+    return SpecFile
+
+
+# --- the JSON Schema --------------------------------------------------------------------------------
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def spec_schema() -> dict[str, Any]:
+    """The JSON Schema of a spec file, from the model and the parsers and metrics registered now."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class _Schema(GenerateJsonSchema):
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False  # the property's name says it
+
+    schema = _spec_model(*_registries()).model_json_schema(schema_generator=_Schema)
+    return {"$schema": SCHEMA_DIALECT, **schema}
+
+
+def schema_text() -> str:
+    """spec_schema() as committed in benchmarks/spec.schema.json: sorted keys, two-space indent."""
+    import json
+
+    return json.dumps(spec_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def read_subset(spec: BenchmarkSpec) -> list[tuple[int, str]]:
@@ -296,17 +475,19 @@ def read_subset(spec: BenchmarkSpec) -> list[tuple[int, str]]:
     return ids
 
 
-def _choice(value: Any, allowed: Any, field_name: str, fail: Any) -> str:
-    if value not in allowed:
-        raise fail(field_name, f"{value!r} is not one of {', '.join(sorted(allowed))}")
-    return str(value)
+def main(argv: list[str] | None = None) -> int:
+    """python -m pytest_mllm.engine.spec --write-schema benchmarks/spec.schema.json"""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_mllm.engine.spec",
+                                     description="Write the JSON Schema of benchmark spec files.")
+    parser.add_argument("--write-schema", metavar="PATH", type=Path, required=True,
+                        help="where to write it (the committed copy: benchmarks/spec.schema.json)")
+    args = parser.parse_args(argv)
+    args.write_schema.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {args.write_schema}")
+    return 0
 
 
-def _string(value: Any, field_name: str, fail: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise fail(field_name, f"{value!r} must be a non-empty string")
-    return value
-
-
-def _optional_string(value: Any, field_name: str, fail: Any) -> str | None:
-    return None if value is None else _string(value, field_name, fail)
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -54,3 +54,9 @@ def worker_specs(groups: list[str], workers: int) -> list[str]:
         raise GpuSpecError(f"-n {workers} asks for more workers than GPU groups ({len(groups)}: "
                            f"{' | '.join(groups)}); use -n {len(groups)} or -n auto")
     return [f"popen//env:CUDA_VISIBLE_DEVICES={group}" for group in groups[:workers]]
+
+
+def configured_groups(listed: str | None, per_worker: int) -> list[str]:
+    """GPU groups for workers: from --mllm-gpus, else every visible GPU (none on a CPU machine)."""
+    gpus = parse_gpu_list(listed) if listed else visible_gpus()
+    return gpu_groups(gpus, per_worker) if gpus else []

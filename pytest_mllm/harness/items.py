@@ -1,26 +1,23 @@
-"""Collection: a benchmark spec file becomes a pytest collector with one test per sample."""
+"""Collection: a benchmark spec file becomes a pytest collector with one test per sample
+(one per task in a TP-Eval optimization run)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from _pytest.mark.structures import Mark
 
-from pytest_mllm.sample import BadSample, Sample, SkippedSample
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
-
-if TYPE_CHECKING:
-    from pytest_mllm.harness.session import MllmSession
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.evaluation import AnySample
+from pytest_mllm.harness.stash import RUN_KEY
+from pytest_mllm.record import Record, SampleError
+from pytest_mllm.sample import Sample, SkippedSample
 
 _BUILTIN_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"}
-
-
-class SampleFailure(Exception):
-    """A sample errored (bad data, unreadable image, model crash); shown without a traceback."""
 
 
 class IncorrectAnswer(AssertionError):
@@ -38,24 +35,23 @@ def marker_name(name: str) -> str | None:
 class BenchmarkFile(pytest.File):
     """A benchmark spec file; collects one SampleItem per sample."""
 
-    def collect(self) -> Iterator[pytest.Item]:
-        mllm: MllmSession = self.config.stash[SESSION_KEY]
-        spec = load_spec(self.path.resolve())
-        samples = mllm.samples_for(spec)
-        if mllm.options.optimize_path:  # TP-Eval: one test per task instead of one per sample
-            from pytest_mllm.harness.optimize_item import OptimizeTaskItem
+    def __init__(self, *, spec: BenchmarkSpec | None = None, **kwargs: Any) -> None:
+        """`spec`: already read (from --mllm-bench); else it is read when the file collects."""
+        super().__init__(**kwargs)
+        self._spec = spec
 
-            by_task: dict[str, list[Sample]] = {}
-            for sample in samples:
-                if isinstance(sample, Sample):
-                    by_task.setdefault(sample.task, []).append(sample)
-            for task, members in by_task.items():
-                yield OptimizeTaskItem.from_parent(self, name=f"optimize::{task}", spec=spec, task=task,
-                                                   samples=members)
+    def collect(self) -> Iterator[pytest.Item]:
+        evaluation = self.config.stash[RUN_KEY].evaluation
+        spec = self._spec or evaluation.spec(self.path.resolve())
+        samples = evaluation.samples_for(spec)
+        if evaluation.settings.optimize is not None:  # TP-Eval: one test per task instead of one per sample
+            from pytest_mllm.harness.optimize_item import optimize_items
+
+            yield from optimize_items(self, spec, samples)
             return
-        mllm.check_prompts(spec, samples)
+        evaluation.check_prompts(spec, samples)
         marks = _Marks(self.config, spec)
-        item_class = VrpPropertyItem if mllm.variant_mode(spec) == "property" else SampleItem
+        item_class = VrpPropertyItem if evaluation.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):
             kind = item_class if isinstance(sample, Sample) else SampleItem
             item = kind.from_parent(self, name=sample.id, sample=sample, spec=spec, order=order)
@@ -97,27 +93,26 @@ class _Marks:
 class SampleItem(pytest.Item):
     """One benchmark sample as a test: the model answers, the parser reads, the scorer judges."""
 
-    def __init__(self, *, sample: Sample | BadSample | SkippedSample, spec: BenchmarkSpec, order: int,
-                 **kwargs: Any) -> None:
+    def __init__(self, *, sample: AnySample, spec: BenchmarkSpec, order: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sample = sample
         self.spec = spec
         self.order = order
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
 
     def runtest(self) -> None:
         if isinstance(self.sample, SkippedSample):
             pytest.skip(self.sample.reason)  # a sample this run does not apply to: not an error
-        mllm: MllmSession = self.config.stash[SESSION_KEY]
-        record = mllm.record_for(self)
+        run = self.config.stash[RUN_KEY]
+        record = run.record_for(self)
         self.records = [record]
         if record["status"] == "error":
-            raise SampleFailure(record["error"])
-        if record["status"] == "incorrect" and mllm.options.strict:
+            raise SampleError(record["error"])
+        if record["status"] == "incorrect" and run.strict:
             raise IncorrectAnswer(describe_incorrect(record))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, (SampleFailure, IncorrectAnswer)):
+        if isinstance(excinfo.value, (SampleError, IncorrectAnswer)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
@@ -131,8 +126,19 @@ class VrpPropertyItem(SampleItem):
     def runtest(self) -> None:
         from pytest_mllm.vrp.property import check_relation
 
-        mllm: MllmSession = self.config.stash[SESSION_KEY]
-        check_relation(self, mllm)
+        evaluation = self.config.stash[RUN_KEY].evaluation
+        settings = evaluation.settings
+        check_relation(self.sample, self.spec, self._answer,  # type: ignore[arg-type]
+                       examples=settings.vrp_examples, keep=self._keep, max_pixels=settings.max_pixels,
+                       failures=settings.cache_path.parent / "vrp_failures")
+
+    def _answer(self, sample: Sample, spec: BenchmarkSpec) -> Record:
+        record = self.config.stash[RUN_KEY].evaluation.answer([(sample, spec)])[0]
+        record["order"] = self.order
+        return record
+
+    def _keep(self, records: list[Record]) -> None:
+        self.records = records
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         from pytest_mllm.vrp.property import RelationViolated
@@ -143,10 +149,7 @@ class VrpPropertyItem(SampleItem):
         return super().repr_failure(excinfo)
 
 
-def describe_incorrect(record: dict[str, Any]) -> str:
+def describe_incorrect(record: Record) -> str:
     """A wrong answer in four lines: question, expected, response, parsed."""
     return (f"incorrect answer\n  question: {record['question']}\n  expected: {record['answer']}\n"
             f"  response: {record['response']!r}\n  parsed:   {record['parsed']}")
-
-
-SESSION_KEY = pytest.StashKey["MllmSession"]()

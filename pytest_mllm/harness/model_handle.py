@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from pytest_mllm.evaluation import Evaluation
+from pytest_mllm.record import Record
 from pytest_mllm.sample import Model, Sample
-from pytest_mllm.engine.spec import load_spec
-
-if TYPE_CHECKING:
-    from pytest_mllm.harness.session import MllmSession
 
 
 class ModelHandle:
-    """The session's model (loaded once per process) plus `answer(sample)`."""
+    """The run's model (loaded once per process) plus `answer(sample)`."""
 
-    def __init__(self, session: "MllmSession") -> None:
-        self._session = session
+    def __init__(self, evaluation: Evaluation) -> None:
+        self._evaluation = evaluation
 
     @property
     def model(self) -> Model:
         """The underlying model object."""
-        return self._session.evaluator.model
+        return self._evaluation.model
 
-    def answer(self, sample: Sample) -> dict[str, Any]:
-        """Ask the model, parse and score: the record (prompt, response, parsed, correct, status)."""
-        spec = load_spec(self._session.loaded_specs[sample.benchmark])
-        return self._session.evaluator.evaluate([(sample, spec)])[0]
+    def answer(self, sample: Sample) -> Record:
+        """Ask the model with the benchmark's own prompt, parse and score: the sample's record."""
+        return self._evaluation.evaluator.evaluate([(sample, self._evaluation.specs[sample.benchmark])])[0]

@@ -1,17 +1,29 @@
-"""The test of one task in an optimization run: `<benchmark>::optimize::<task>`."""
+"""The test of one task in a TP-Eval optimization run: `<benchmark>::optimize::<task>`."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_mllm.harness.items import SESSION_KEY
-from pytest_mllm.sample import Sample
 from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.evaluation import AnySample
+from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.harness.progress import TaskProgress
+from pytest_mllm.sample import Sample
+
+
+def optimize_items(parent: pytest.File, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> Iterator[pytest.Item]:
+    """One test per task, in the order the tasks' first samples come."""
+    by_task: dict[str, list[Sample]] = {}
+    for sample in samples:
+        if isinstance(sample, Sample):
+            by_task.setdefault(sample.task, []).append(sample)
+    for task, members in by_task.items():
+        yield OptimizeTaskItem.from_parent(parent, name=f"optimize::{task}", spec=spec, task=task, samples=members)
 
 
 class OptimizeTaskItem(pytest.Item):
@@ -25,8 +37,7 @@ class OptimizeTaskItem(pytest.Item):
         self.result: dict[str, Any] | None = None
 
     def runtest(self) -> None:
-        mllm = self.config.stash[SESSION_KEY]
-        run = mllm.optimization
+        run = self.config.stash[RUN_KEY].evaluation.optimization
         progress = TaskProgress(self.config, self.task, 0 if run.zero_shot else run.settings.rounds)
         try:
             self.result = run.optimize(self.spec, self.task, self.samples, progress)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pytest_mllm.engine.chat import ChatClient, ChatResult, Message, image_content
+from pytest_mllm.engine.chat import ChatResult, Message, image_content
+from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.sample import Request, Response
 
 
@@ -17,12 +18,10 @@ class OpenAIModel:
 
     needs_images = True
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 8, timeout_s: float = 60, max_retries: int = 4) -> None:
+    def __init__(self, model: str, endpoint: Endpoint) -> None:
         self.model = model
         self.name = f"openai:{model}"
-        self.client = ChatClient(base_url, api_key, timeout_s=timeout_s, concurrency=concurrency,
-                                 max_retries=max_retries)
+        self.client = endpoint.client()
         self.client.check_reachable()
 
     def __repr__(self) -> str:

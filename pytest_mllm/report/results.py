@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pytest_mllm import __version__
+from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import Verdict, flatten
 from pytest_mllm.scoring.metrics import benchmark_metrics
-from pytest_mllm.engine.spec import BenchmarkSpec, load_spec
-from pytest_mllm.tpeval.report import tp_metrics
-from pytest_mllm.record import Record
-
 
 
 @dataclass
@@ -32,30 +31,18 @@ class BenchmarkResult:
         return sum(r.get("duration_s") or 0.0 for r in self.records)
 
 
-@dataclass
-class RunResults:
-    """Everything gathered from the test reports of one session."""
-
-    records: dict[str, list[Record]] = field(default_factory=dict)
-    spec_paths: dict[str, Path] = field(default_factory=dict)
-
-    def add(self, record: Record, spec_path: str) -> None:
-        """Keep one record (from any worker); the spec says how its benchmark is scored."""
-        self.records.setdefault(record["benchmark"], []).append(record)
-        self.spec_paths.setdefault(record["benchmark"], Path(spec_path))
-
-    def compute(self) -> dict[str, BenchmarkResult]:
-        """Metrics per benchmark, over records in collection order (identical under xdist)."""
-        results: dict[str, BenchmarkResult] = {}
-        for name in sorted(self.records):
-            spec = load_spec(self.spec_paths[name])
-            records = sorted(self.records[name], key=lambda r: r["order"])
-            scopes = benchmark_metrics(records, spec.metrics, spec.groups, spec.task_order)
-            tp_eval = tp_metrics(records)
-            if tp_eval is not None:
-                scopes["tp_eval"] = tp_eval
-            results[name] = BenchmarkResult(spec, records, scopes, flatten(scopes, spec.headline))
-        return results
+def compute_results(specs: Mapping[str, BenchmarkSpec], records: Iterable[Record]) -> dict[str, BenchmarkResult]:
+    """Metrics per benchmark (by name, sorted), over its records in collection order (identical under xdist)."""
+    by_benchmark: dict[str, list[Record]] = {}
+    for record in records:
+        by_benchmark.setdefault(record["benchmark"], []).append(record)
+    results: dict[str, BenchmarkResult] = {}
+    for name in sorted(by_benchmark):
+        spec = specs[name]
+        ordered = sorted(by_benchmark[name], key=lambda r: r["order"])
+        scopes = benchmark_metrics(ordered, spec.metrics, spec.groups, spec.task_order)
+        results[name] = BenchmarkResult(spec, ordered, scopes, flatten(scopes, spec.headline))
+    return results
 
 
 def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict],

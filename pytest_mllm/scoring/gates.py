@@ -161,3 +161,25 @@ def evaluate_regressions(
             verdicts.append(Verdict(gate, now, floor, "pass" if now >= floor else "fail",
                                     f"baseline {before:.4g}, change {now - before:+.4g}"))
     return verdicts
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """A run's gates: thresholds, and regression limits against a baseline results file."""
+
+    gates: list[Gate]
+    max_drops: list[Gate]
+    baseline: Path | None = None
+
+    def verdicts(self, current: Mapping[str, Mapping[str, float]], scopes: Mapping[str, Iterable[str]],
+                 headlines: Mapping[str, str]) -> list[Verdict]:
+        """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails."""
+        verdicts = [evaluate_gate(gate, current, scopes) for gate in self.gates]
+        if self.baseline:
+            try:
+                baseline = load_baseline(self.baseline)
+            except GateSyntaxError as exc:
+                baseline = {}
+                verdicts.append(Verdict(Gate(str(self.baseline), "*", "*"), None, None, "fail", str(exc)))
+            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines)
+        return verdicts

@@ -1,16 +1,17 @@
-"""TP-Eval's report: original vs customized prompts per task (the paper's Table 2), and the
-outcome of an optimization run."""
+"""TP-Eval's report: the `tp_eval` section, original vs customized prompts per task (the paper's
+Table 2), and the outcome of an optimization run."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from typing import Any, Sequence
+
 from pytest_mllm.record import Record
+from pytest_mllm.scoring.metrics import BenchmarkView
 
 
-
-def tp_metrics(records: Sequence[Record]) -> dict[str, Any] | None:
+def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     """Per task and overall: accuracy under the benchmark's prompt and under the customized one.
 
     Only samples answered under both prompts count, so the two accuracies share their samples.
@@ -18,8 +19,6 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any] | None:
     """
     paired = [r for r in records if r.get("original") and r["status"] != "error"
               and r["original"]["status"] != "error"]
-    if not any(r.get("original") for r in records):
-        return None
     tasks: dict[str, dict[str, Any]] = {}
     for task in dict.fromkeys(r["task"] for r in paired):
         mine = [r for r in paired if r["task"] == task]
@@ -39,6 +38,17 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any] | None:
         "task_count": len(tasks),
         "improvement_ratio": (optimized - original) / original if original else None,
     }
+
+
+def has_original_answers(records: Sequence[Record]) -> bool:
+    """The TP-Eval section applies once records carry an answer under the benchmark's own prompt
+    (a run with --mllm-prompts); a spec never declares it."""
+    return any(r.get("original") for r in records)
+
+
+def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
+    """Section `tp_eval`: `tp_metrics` over the benchmark's records."""
+    return {"tp_eval": tp_metrics(benchmark.records)}
 
 
 def _pct(value: float | None) -> str:

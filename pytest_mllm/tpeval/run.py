@@ -1,7 +1,7 @@
 """TP-Eval inside a pytest run (`--mllm-optimize=FILE`): one test per task, prompts written task by task.
 
-The scorer is the session's evaluator (the model under test, batched and cached), the
-optimizer a `CachedProposer` over the shared OpenAI-compatible client, the similarity
+The scorer is the run's evaluator (the model under test, batched and cached), the
+optimizer a `CachedProposer` over an OpenAI-compatible endpoint, the similarity
 all-MiniLM-L6-v2. Each finished task is merged into the prompts file at once, so an
 interrupted run keeps what it finished and replays the rest from the cache.
 """
@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_mllm.sample import Sample
+from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.spec import BenchmarkSpec, TaskSettings
+from pytest_mllm.record import Record
+from pytest_mllm.sample import Sample
 from pytest_mllm.tpeval.counter import edit_start
 from pytest_mllm.tpeval.metaprompt import Example
 from pytest_mllm.tpeval.optimizer import TaskOptimizer, planned_calls
@@ -31,8 +33,20 @@ from pytest_mllm.tpeval.slot import PromptSlot
 from pytest_mllm.tpeval.split import FewShotError, split_task
 from pytest_mllm.tpeval.zero_shot import zero_shot_prompt
 
-if TYPE_CHECKING:
-    from pytest_mllm.harness.session import MllmSession
+Answer = Callable[[Sequence[tuple[Sample, BenchmarkSpec]]], list[Record]]
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizationSettings:
+    """An optimization run: where its prompts go, the optimizer LLM, the search settings."""
+
+    path: Path  # the prompts file, written task by task
+    optimizer: str  # "openai:<model>"
+    endpoint: Endpoint
+    search: TpSettings
+    max_tokens: int = 256
+    split: str = "auto"  # D_few from the validation split, or a seeded draw
+    zero_shot: bool = False
 
 
 class OptimizationError(Exception):
@@ -58,13 +72,16 @@ def task_order(samples: Sequence[Any]) -> list[str]:
 class OptimizationRun:
     """Per-process state of an optimization: settings, the optimizer, the similarity model, splits."""
 
-    def __init__(self, session: MllmSession) -> None:
-        self.session = session
-        tp = session.options.tp_options
-        self.settings: TpSettings = tp["settings"]
-        self.split_source: str = tp["split"]
-        self.zero_shot: bool = tp["zero_shot"]
-        self.path: Path = session.options.optimize_path  # type: ignore[assignment]
+    def __init__(self, settings: OptimizationSettings, *, model: str, answer: Answer, cache: Any) -> None:
+        """`answer` scores samples with the model under test (batched, cached); `cache` keeps optimizer replies."""
+        self.model = model
+        self.settings: TpSettings = settings.search
+        self.split_source = settings.split
+        self.zero_shot = settings.zero_shot
+        self.path = settings.path
+        self._optimizer = settings
+        self._answer = answer
+        self._cache = cache
         self._proposer: Any = None
         self._similarity: Any = None
 
@@ -73,16 +90,12 @@ class OptimizationRun:
     @property
     def proposer(self) -> Any:
         if self._proposer is None:
-            from pytest_mllm.engine.chat import ChatClient
             from pytest_mllm.tpeval.proposer import CachedProposer
 
-            o = self.session.options.optimizer_options
-            client = ChatClient(o["base_url"], o["api_key"], timeout_s=o["timeout_s"], max_retries=o["max_retries"],
-                                concurrency=o["concurrency"])
-            model = o["model"].removeprefix("openai:")
-            cache = self.session.evaluator.cache  # opened for every optimization run unless --mllm-cache=off
-            self._proposer = CachedProposer(client, model, identity=f"{o['model']}@{client.base_url}",
-                                            max_tokens=o["max_tokens"], cache=cache)
+            o = self._optimizer
+            self._proposer = CachedProposer(o.endpoint.client(), o.optimizer.removeprefix("openai:"),
+                                            identity=f"{o.optimizer}@{o.endpoint.url}", max_tokens=o.max_tokens,
+                                            cache=self._cache)
         return self._proposer
 
     @property
@@ -129,7 +142,7 @@ class OptimizationRun:
         if not self.path.exists():
             return None
         existing = read_prompts(self.path)
-        mine = (self.session.options.model, spec.name, spec.version)
+        mine = (self.model, spec.name, spec.version)
         if (existing.model, existing.benchmark, existing.benchmark_version) != mine:
             raise PromptsFileError(
                 f"{self.path} holds prompts of model {existing.model!r} for benchmark {existing.benchmark!r} "
@@ -155,8 +168,8 @@ class OptimizationRun:
         tasks = self._finished_tasks(spec)
         tasks[task] = prompts
         write_prompts(self.path, PromptsFile(
-            model=self.session.options.model or "", benchmark=spec.name, benchmark_version=spec.version,
-            optimizer=self.session.options.optimizer_options["model"], settings=self.settings_dict(), tasks=tasks))
+            model=self.model, benchmark=spec.name, benchmark_version=spec.version,
+            optimizer=self._optimizer.optimizer, settings=self.settings_dict(), tasks=tasks))
 
     # -- one task --------------------------------------------------------------------------------
 
@@ -199,7 +212,7 @@ class OptimizationRun:
 
         def evaluate(template: str) -> tuple[float, list[Example]]:
             asked = with_template(spec, task, template)
-            records = self.session.evaluator.evaluate([(s, asked) for s in few])
+            records = self._answer([(s, asked) for s in few])
             progress("scorer-made", sum(1 for r in records if not r["cached"] and r["status"] != "error"))
             answered = [r for r in records if r["status"] != "error"]
             if not answered:

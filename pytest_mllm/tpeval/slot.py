@@ -11,7 +11,7 @@ A template mixes placeholders ({question}, {options}, {hint}, {task}) with stati
 * "auto" picks "prompt" when the longest static segment has at least 3 words.
 
 Instructions are plain text: `render` escapes their braces, so the template it returns
-always survives ``str.format_map`` (`runner.render_prompt`).
+always survives ``str.format_map`` (`engine.evaluator.render_prompt`).
 """
 
 from __future__ import annotations

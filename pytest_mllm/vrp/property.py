@@ -8,49 +8,46 @@ its saved image.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_mllm.engine.images import ImageError, load_image
+from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.record import Record, SampleError
+from pytest_mllm.sample import Sample
 from pytest_mllm.vrp.expand import expand
 from pytest_mllm.vrp.variants import Variant, variants
-
-if TYPE_CHECKING:
-    from pytest_mllm.harness.items import SampleItem
-    from pytest_mllm.harness.session import MllmSession
 
 
 class RelationViolated(AssertionError):
     """A variant changed the answer, or made it wrong."""
 
 
-def check_relation(item: "SampleItem", mllm: "MllmSession") -> None:
-    """Evaluate the un-intervened sample, then drawn variants; records go on `item.records`."""
+def check_relation(source: Sample, spec: BenchmarkSpec, answer: Callable[[Sample, BenchmarkSpec], Record], *,
+                   examples: int, keep: Callable[[list[Record]], None], failures: Path, max_pixels: int) -> None:
+    """Answer the un-intervened sample, then `examples` drawn variants; `keep` receives the records so far
+    (the test's records survive a violation), a violating variant's image is saved under `failures`."""
     from hypothesis import HealthCheck, Phase, given, settings
 
-    from pytest_mllm.harness.items import SampleFailure
-
-    source, spec = item.sample, item.spec
-    base = mllm.evaluator.evaluate([(expand(source, Variant("none")), spec)])[0]  # type: ignore[arg-type]
-    base["order"] = item.order
-    seen: dict[str, dict[str, Any]] = {base["id"]: base}  # hypothesis may draw a variant twice
-    item.records = [base]
+    base = answer(expand(source, Variant("none")), spec)
+    seen: dict[str, Record] = {base["id"]: base}  # hypothesis may draw a variant twice
+    keep([base])
     if base["status"] == "error":
-        raise SampleFailure(base["error"])
+        raise SampleError(base["error"])
 
-    @settings(max_examples=mllm.options.vrp_examples, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
     @given(variants(interventions=("partial", "full")))
     def relation_holds(variant: Variant) -> None:
-        sample = expand(source, variant)  # type: ignore[arg-type]
-        record = mllm.evaluator.evaluate([(sample, spec)])[0]
-        record["order"] = item.order
+        sample = expand(source, variant)
+        record = answer(sample, spec)
         seen[record["id"]] = record
-        item.records = list(seen.values())
+        keep(list(seen.values()))
         if record["status"] == "error":
-            raise SampleFailure(record["error"])
+            raise SampleError(record["error"])
         if not record["correct"] or record["parsed"] != base["parsed"]:
-            saved = _save_variant_image(sample, mllm, variant)
+            saved = _save_variant_image(sample, failures, max_pixels)
             raise RelationViolated(
                 f"variant {variant.id} ({_attributes(variant)}) answered {record['response']!r} → "
                 f"{record['parsed']!r}; expected {record['answer']!r}, un-intervened answer {base['parsed']!r}; "
@@ -64,13 +61,12 @@ def _attributes(variant: Variant) -> str:
             f"shape={variant.shape}, position={variant.position}")
 
 
-def _save_variant_image(sample: Any, mllm: "MllmSession", variant: Variant) -> Path | str:
-    """Write the variant's image next to the response cache, for a person to look at."""
-    folder = mllm.options.cache_path.parent / "vrp_failures"
+def _save_variant_image(sample: Any, folder: Path, max_pixels: int) -> Path | str:
+    """Write the variant's image for a person to look at."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{sample.benchmark}__{sample.id.replace('::', '__').replace('/', '_')}.png"
     try:
-        load_image(sample.images[0], mllm.options.max_pixels).save(path)
+        load_image(sample.images[0], max_pixels).save(path)
     except (ImageError, OSError) as exc:
         return f"(not saved: {exc})"
     return path

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_mllm.scoring.metrics import VRP_AXES
+from pytest_mllm.vrp.metrics import VRP_AXES
 
 
 def radar_figure(vrp_by_benchmark: Mapping[str, Mapping[str, Any]]) -> Any:

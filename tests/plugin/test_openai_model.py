@@ -11,6 +11,7 @@ from PIL import Image
 pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
 pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
 
+from pytest_mllm.engine.endpoint import Endpoint  # noqa: E402
 from pytest_mllm.models.openai import OpenAIModel  # noqa: E402
 from pytest_mllm.models.tiny import ensure_tiny_llava  # noqa: E402
 from pytest_mllm.sample import Request, Sample  # noqa: E402
@@ -54,7 +55,7 @@ def test_the_plugin_runs_a_benchmark_against_the_server(
 
 
 def test_generate_sends_images_and_answers_in_order(tiny_server: Server) -> None:
-    model = OpenAIModel(tiny_server.model, base_url=tiny_server.base_url, api_key=SECRET, concurrency=2)
+    model = OpenAIModel(tiny_server.model, Endpoint(tiny_server.base_url, SECRET, concurrency=2))
     sample = Sample(id="s", benchmark="b", task="t", question="Is there a red circle?", answer="yes")
     red, blue = Image.new("RGB", (40, 30), "red"), Image.new("RGB", (20, 20), "blue")
     requests = [Request(sample, "Is there a red circle? Answer yes or no.", [red], max_new_tokens=4),

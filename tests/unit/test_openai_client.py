@@ -7,6 +7,8 @@ import io
 import json
 import logging
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,10 +26,12 @@ from pytest_mllm.engine.chat import (
     MalformedResponse,
     image_content,
 )
+from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.models.openai import OpenAIModel
 from pytest_mllm.sample import Request, Sample
 
 SECRET = "sk-test-secret-123"
+BACKOFF_S = 0.05  # the SDK's first wait between attempts in these tests (0.5 s by default)
 Reply = tuple[int, dict[str, str], bytes]
 
 
@@ -68,7 +72,7 @@ class FaultInjector:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                headers = dict(self.headers.items())
+                headers = {name.title(): value for name, value in self.headers.items()}  # any case on the wire
                 with injector._lock:
                     attempt = len(injector.times)
                     injector.times.append(time.monotonic())
@@ -114,8 +118,14 @@ def injector() -> Iterator[FaultInjector]:
     server.close()
 
 
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's backoff starts at BACKOFF_S (it doubles per retry, less up to 25% jitter)."""
+    monkeypatch.setattr("openai._base_client.INITIAL_RETRY_DELAY", BACKOFF_S)
+
+
 def client_for(injector: FaultInjector, **kwargs: Any) -> ChatClient:
-    options: dict[str, Any] = {"api_key": SECRET, "timeout_s": 5, "max_retries": 4, "backoff_s": 0.01, **kwargs}
+    options: dict[str, Any] = {"api_key": SECRET, "timeout_s": 5, "max_retries": 4, **kwargs}
     return ChatClient(injector.url, **options)
 
 
@@ -136,14 +146,37 @@ def test_no_authorization_header_without_a_key(injector: FaultInjector, monkeypa
     assert "Authorization" not in injector.headers[0]
 
 
-def test_base_url_and_key_fall_back_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_base_url_and_key_fall_back_to_the_environment(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert ChatClient().base_url == "https://api.openai.com/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    assert ChatClient().url == "http://127.0.0.1:9/v1/chat/completions"
+    monkeypatch.setenv("OPENAI_BASE_URL", injector.url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    client = ChatClient()
-    assert client.url == "http://127.0.0.1:9/v1/chat/completions"
-    assert client._request(b"{}").get_header("Authorization") == f"Bearer {SECRET}"
+    ChatClient().chat("m", HELLO)
+    assert injector.headers[0]["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_the_sdk_reads_nothing_else_from_the_environment(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A given key wins over $OPENAI_API_KEY; the SDK's organization and project variables are not sent."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-env")
+    client_for(injector).chat("m", HELLO)
+    [headers] = injector.headers
+    assert headers["Authorization"] == f"Bearer {SECRET}"
+    assert "Openai-Organization" not in headers and "Openai-Project" not in headers
+
+
+def test_without_the_openai_package_the_client_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+    with pytest.raises(ImportError, match=r"pip install 'pytest-mllm\[openai\]'"):
+        ChatClient("http://127.0.0.1:9/v1")
+
+
+def test_the_plugin_does_not_import_openai() -> None:
+    code = "import sys, pytest_mllm.plugin, pytest_mllm.engine.endpoint; assert 'openai' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://host/v1", "http://user:pw@host/v1"])
@@ -176,12 +209,11 @@ def test_malformed_answers_raise_without_retry(injector: FaultInjector, payload:
 
 def test_a_429_storm_that_ends_is_ridden_out_with_growing_backoff(injector: FaultInjector) -> None:
     injector.respond = lambda n, body, headers: status(429, '{"error": "slow down"}') if n < 3 else completion("ok")
-    backoff = 0.05
-    result = client_for(injector, backoff_s=backoff).chat("m", HELLO)
+    result = client_for(injector).chat("m", HELLO)
     assert result.text == "ok" and injector.attempts == 4
     gaps = [b - a for a, b in zip(injector.times, injector.times[1:])]
-    # Attempt k waits backoff * 2**k * U(0.5, 1): each gap at least half its nominal value.
-    assert all(gap >= backoff * 2**k * 0.5 for k, gap in enumerate(gaps)), gaps
+    # Retry k waits BACKOFF_S * 2**k less up to 25% jitter.
+    assert all(gap >= BACKOFF_S * 2**k * 0.75 for k, gap in enumerate(gaps)), gaps
     assert result.latency_s >= sum(gaps) * 0.9
 
 
@@ -189,20 +221,22 @@ def test_a_429_storm_that_never_ends_fails_after_max_retries_in_bounded_time(inj
     injector.respond = lambda n, body, headers: status(429, '{"error": "rate limited"}')
     start = time.monotonic()
     with pytest.raises(EndpointError, match="HTTP 429: .*rate limited") as info:
-        client_for(injector, max_retries=3, backoff_s=0.02).chat("m", HELLO)
+        client_for(injector, max_retries=3).chat("m", HELLO)
     assert info.value.status == 429 and injector.attempts == 4
-    assert time.monotonic() - start < 0.02 * (1 + 2 + 4) + 2
+    assert time.monotonic() - start < BACKOFF_S * (1 + 2 + 4) + 2
 
 
-def test_retry_after_is_honoured_and_capped(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retry_after_is_honoured_and_capped(injector: FaultInjector) -> None:
     injector.respond = lambda n, body, headers: status(429, **{"Retry-After": "1"}) if n == 0 else completion("ok")
-    client_for(injector, backoff_s=0.001).chat("m", HELLO)
+    client_for(injector).chat("m", HELLO)
     assert injector.times[1] - injector.times[0] >= 0.95
 
-    monkeypatch.setattr(openai_client, "MAX_WAIT_S", 0.1)
-    injector.respond = lambda n, body, headers: status(503, **{"Retry-After": "3600"}) if n == 2 else completion("ok")
-    client_for(injector, backoff_s=0.001).chat("m", HELLO)
-    assert 0.05 <= injector.times[3] - injector.times[2] < 1
+    # Past the SDK's cap the hour is not waited (recent SDKs give up at once, older ones back off as usual).
+    injector.respond = lambda n, body, headers: status(503, **{"Retry-After": "3600"})
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match="HTTP 503") as info:
+        client_for(injector).chat("m", HELLO)
+    assert info.value.status == 503 and time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize("code", [500, 502, 503])
@@ -225,13 +259,13 @@ def test_a_closed_port_is_unreachable_and_named(caplog: pytest.LogCaptureFixture
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    with caplog.at_level(logging.INFO, logger="pytest_mllm.engine.chat"):
+    with caplog.at_level(logging.INFO, logger="openai"):  # the SDK logs its retries
         with pytest.raises(EndpointUnreachable) as info:
-            ChatClient(url, SECRET, max_retries=2, backoff_s=0.01).chat("m", HELLO)
+            ChatClient(url, SECRET, max_retries=2).chat("m", HELLO)
     message = str(info.value)
     assert f"{url}/chat/completions" in message and "--mllm-base-url" in message and "running" in message
     assert info.value.__cause__ is None and info.value.__suppress_context__
-    assert len([r for r in caplog.records if "retry" in r.getMessage()]) == 2
+    assert len([r for r in caplog.records if "retry" in r.getMessage().lower()]) == 2
 
 
 def test_a_timeout_is_retried_then_reported(injector: FaultInjector) -> None:
@@ -320,7 +354,7 @@ def _requests(*specs: tuple[str, int, int]) -> list[Request]:
 
 def test_openai_model_sends_images_then_prompt_with_each_token_limit(injector: FaultInjector) -> None:
     injector.respond = lambda n, body, headers: completion(f" {last_text(body)}! ")
-    model = OpenAIModel("vlm", base_url=injector.url, api_key=SECRET)
+    model = OpenAIModel("vlm", Endpoint(injector.url, SECRET))
     responses = model.generate(_requests(("a", 2, 8), ("b", 0, 3), ("c", 1, 8)))
     assert [r.text for r in responses] == ["a!", "b!", "c!"] and all(r.latency_s > 0 for r in responses)
     sent = {last_text(body): body for body in injector.bodies}
@@ -337,7 +371,7 @@ def test_openai_model_confines_a_failed_call_to_its_request(injector: FaultInjec
     injector.delay = lambda body: 0.2 if last_text(body) == "slow" else 0.0
     injector.respond = lambda n, body, headers: (
         status(400, "refused") if last_text(body).startswith("bad") else completion("ok"))
-    model = OpenAIModel("vlm", base_url=injector.url, api_key=SECRET)
+    model = OpenAIModel("vlm", Endpoint(injector.url, SECRET))
     responses = model.generate(_requests(("bad", 0, 8), ("slow", 0, 8), ("bad too", 0, 8), ("fine", 0, 8)))
     assert [r.text for r in responses] == ["", "ok", "", "ok"]
     assert [r.error is not None and "HTTP 400" in r.error for r in responses] == [True, False, True, False]
@@ -351,5 +385,5 @@ def test_openai_model_fails_fast_when_nothing_listens() -> None:
         port = probe.getsockname()[1]
     start = time.monotonic()
     with pytest.raises(EndpointUnreachable, match=f"127.0.0.1:{port}"):
-        OpenAIModel("vlm", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET)
+        OpenAIModel("vlm", Endpoint(f"http://127.0.0.1:{port}/v1", SECRET))
     assert time.monotonic() - start < 5

@@ -1,0 +1,268 @@
+"""The evaluation core, free of pytest: a run's model, judge, cache and prompts, its samples, its
+answers in batches, and the records it gathers into scores.
+
+The pytest harness (`pytest_mllm.harness`) drives one `Evaluation` per process; a script or a
+notebook can drive one too:
+
+    evaluation = Evaluation(EvaluationSettings(model="tiny-llava"))
+    spec = evaluation.spec(find_spec("shapes"))
+    records = evaluation.answer([(s, spec) for s in evaluation.samples_for(spec)[:8]])
+    evaluation.gather(records)
+    results = evaluation.results()          # per benchmark: metrics and scopes
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_mllm.engine.endpoint import Endpoint
+from pytest_mllm.engine.evaluator import Evaluator, sample_record
+from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
+from pytest_mllm.loaders import load_samples
+from pytest_mllm.record import OriginalAnswer, Record
+from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
+
+if TYPE_CHECKING:
+    from pytest_mllm.engine.cache import ResponseCache
+    from pytest_mllm.report.results import BenchmarkResult
+    from pytest_mllm.tpeval.prompts_file import PromptsFile
+    from pytest_mllm.tpeval.run import OptimizationRun, OptimizationSettings
+
+AnySample = Sample | BadSample | SkippedSample
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The CEE judge for open answers (Tiny LVLM-eHub): an LLM at an OpenAI-compatible endpoint."""
+
+    model: str  # "openai:<name>"
+    endpoint: Endpoint
+    mode: str = "strict"
+    temperature: float = 0.0
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """Everything that decides which answers a run gets and how they are scored."""
+
+    model: str
+    data: Mapping[str, str] = field(default_factory=dict)  # benchmark name ("" for any) → data root
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    batch_size: int = 8
+    cache_mode: str = "on"  # on, off, refresh
+    cache_path: Path = Path(".mllm_cache") / "responses.sqlite3"
+    vrp_mode: str | None = None  # overrides the specs' `variants`
+    vrp_examples: int = 8
+    no_image: bool = False
+    hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
+                                                                   "trust_remote_code": False})
+    endpoint: Endpoint = field(default_factory=Endpoint)  # of an openai:<model> under test
+    judge: JudgeSettings | None = None
+    prompts_path: Path | None = None  # TP-Eval: evaluate with customized prompts
+    prompts_transfer: bool = False
+    optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
+    worker: bool = False  # one of several processes sharing the CPU cores
+
+
+class Evaluation:
+    """One run's evaluation, per process: models and caches are built on first use."""
+
+    def __init__(self, settings: EvaluationSettings, *,
+                 make_model: Callable[[], Model | None] = lambda: None) -> None:
+        """`make_model` may supply the model under test (a conftest hook); None leaves it to the registry."""
+        self.settings = settings
+        self._make_user_model = make_model
+        self.cache = self._open_cache()
+        self.evaluator = Evaluator(
+            self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
+            identity_factory=self._model_identity,
+            settings={"device": _resolved_device(settings.hf_options.get("device", "auto")),
+                      "dtype": settings.hf_options.get("dtype", "auto"), "decoding": "greedy"},
+            judge_factory=self._make_judge if settings.judge else None, withhold_images=settings.no_image)
+        self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
+        self.prompts: PromptsFile | None = self._read_prompts()
+        self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
+        self._prompted_specs: dict[str, BenchmarkSpec] = {}
+        self._optimization: OptimizationRun | None = None
+        self._records: list[Record] = []
+
+    # -- the parts ---------------------------------------------------------------------------
+
+    def _make_model(self) -> Model:
+        made = self._make_user_model()
+        if made is not None:
+            return made
+        from pytest_mllm.models.registry import make_model
+
+        hf_options = dict(self.settings.hf_options)
+        if self.settings.worker:
+            hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
+        return make_model(self.settings.model, hf_options, self.settings.endpoint)
+
+    def _open_cache(self) -> ResponseCache | None:
+        s = self.settings
+        instant = s.model.startswith(("baseline:", "replay:"))  # caching them would only cost disk
+        if s.cache_mode == "off" or (instant and s.judge is None and s.optimize is None):
+            return None
+        from pytest_mllm.engine.cache import ResponseCache
+
+        return ResponseCache(s.cache_path, read=s.cache_mode != "refresh")
+
+    def _model_identity(self) -> str | None:
+        from pytest_mllm.models.registry import model_identity
+
+        identity = model_identity(self.settings.model, self.settings.endpoint.base_url)
+        return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
+
+    def _make_judge(self) -> Any:
+        """The CEE judge; its replies share the response cache."""
+        from pytest_mllm.judge import Judge
+
+        judge = self.settings.judge
+        assert judge is not None
+        return Judge(judge.endpoint.client(), judge.model.removeprefix("openai:"), temperature=judge.temperature,
+                     mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
+
+    @property
+    def model(self) -> Model:
+        """The model under test, loaded on first use."""
+        return self.evaluator.model
+
+    # -- samples ---------------------------------------------------------------------------
+
+    def spec(self, path: Path) -> BenchmarkSpec:
+        """The spec at `path`, known from now on by its benchmark's name; two files may not claim one name."""
+        spec = load_spec(path)
+        earlier = self.specs.setdefault(spec.name, spec)
+        if earlier.path != spec.path:
+            raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier.path} and {spec.path}")
+        return spec
+
+    def variant_mode(self, spec: BenchmarkSpec) -> str:
+        """How VRP variants apply to this benchmark: the run's setting, else the spec's `variants`."""
+        return self.settings.vrp_mode or spec.variants
+
+    def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
+        """All samples of a benchmark, with their VRP variants in grid and full mode."""
+        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
+        samples = load_samples(spec, root)
+        mode = self.variant_mode(spec)
+        if mode == "none":
+            return list(samples)
+        from pytest_mllm.vrp.expand import with_variants
+
+        return with_variants(samples, mode)
+
+    # -- TP-Eval: customized prompts and optimization ---------------------------------------
+
+    def _read_prompts(self) -> PromptsFile | None:
+        if self.settings.prompts_path is None:
+            return None
+        from pytest_mllm.tpeval.prompts_file import read_prompts
+
+        return read_prompts(self.settings.prompts_path)  # PromptsFileError names the file and the fix
+
+    def check_prompts(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
+        """A prompts file must fit this model, benchmark, version and the tasks of `samples` (SpecError)."""
+        if self.prompts is None or spec.name in self._prompted_specs:
+            return
+        from pytest_mllm.tpeval.prompts_file import PromptsFileError, check_prompts
+        from pytest_mllm.tpeval.run import task_order, with_template
+
+        tasks = task_order([s for s in samples if isinstance(s, Sample)])
+        try:
+            check_prompts(self.prompts, path=self.settings.prompts_path, model=self.settings.model,
+                          benchmark=spec.name, version=spec.version, tasks=tasks,
+                          transfer=self.settings.prompts_transfer)
+        except PromptsFileError as exc:
+            raise SpecError(str(exc)) from None
+        prompted = spec
+        for task, prompts in self.prompts.tasks.items():
+            prompted = with_template(prompted, task, prompts.template)
+        self._prompted_specs[spec.name] = prompted
+
+    def optimized_on(self, sample: Sample) -> bool:
+        """True when `sample` is in the D_few its task's customized prompt was optimized on."""
+        return sample.id in self._few_ids.get(sample.task, ())
+
+    @property
+    def optimization(self) -> OptimizationRun:
+        """The TP-Eval optimization of this run, built on first use."""
+        if self._optimization is None:
+            from pytest_mllm.tpeval.run import OptimizationRun
+
+            assert self.settings.optimize is not None, "optimization needs settings.optimize"
+            self._optimization = OptimizationRun(self.settings.optimize, model=self.settings.model,
+                                                 answer=self.evaluator.evaluate, cache=self.cache)
+        return self._optimization
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
+        """Records of `items`, answered together; with customized prompts a task's record also holds
+        the answer to the benchmark's own prompt, under "original"."""
+        if self.prompts is None:
+            return self.evaluator.evaluate(items)
+        records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])
+        customized = [n for n, (s, _) in enumerate(items) if s.task in self.prompts.tasks]
+        originals = self.evaluator.evaluate([items[n] for n in customized])
+        for n, original in zip(customized, originals):
+            record, sample = records[n], items[n][0]
+            record["original"] = OriginalAnswer(
+                prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
+                correct=original["correct"], status=original["status"], error=original["error"])
+            if self.optimized_on(sample):
+                record.update(status="error", correct=None, error=(
+                    f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
+                    f"({self.settings.prompts_path}); it cannot be scored with that prompt"))
+        return records
+
+    @staticmethod
+    def unreadable(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
+        """The error record of a sample that could not be read."""
+        placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
+        record = sample_record(placeholder, spec, "")
+        record["error"] = sample.error if isinstance(sample, BadSample) else sample.reason
+        return record
+
+    # -- scores ------------------------------------------------------------------------------
+
+    def gather(self, records: Sequence[Record], spec_path: Path | None = None) -> None:
+        """Keep records for the scores; `spec_path` names their spec where this process has not read it."""
+        for record in records:
+            if record["benchmark"] not in self.specs and spec_path is not None:
+                self.spec(spec_path)
+            self._records.append(record)
+
+    def results(self) -> dict[str, BenchmarkResult]:
+        """Metrics per benchmark over the gathered records, in collection order."""
+        from pytest_mllm.report.results import compute_results
+
+        return compute_results(self.specs, self._records)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings that shaped the answers, for the results file."""
+        s = self.settings
+        return {
+            "model": s.model, "batch_size": s.batch_size, "cache": s.cache_mode,
+            "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
+            "images_withheld": s.no_image,
+            "prompts": str(s.prompts_path) if s.prompts_path else None,
+            "prompts_model": self.prompts.model if self.prompts is not None else None,
+        }
+
+
+def _resolved_device(device: str) -> str:
+    """"auto" as the device it will mean, without importing torch (it keys the cache)."""
+    if device != "auto":
+        return device
+    gpus = Path("/proc/driver/nvidia/gpus")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    has_gpu = gpus.is_dir() and any(gpus.iterdir()) and visible not in ("", "-1")
+    return "cuda" if has_gpu else "cpu"

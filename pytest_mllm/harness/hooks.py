@@ -1,0 +1,180 @@
+"""The run's pytest hooks, registered only when a --mllm option is given; each delegates to the
+evaluation core (`pytest_mllm.evaluation`), the batcher or the report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mllm import record as records
+from pytest_mllm.engine.spec import BenchmarkSpec, is_spec_file, load_spec
+from pytest_mllm.evaluation import Evaluation
+from pytest_mllm.harness.batching import Batcher
+from pytest_mllm.harness.items import BenchmarkFile, SampleItem
+from pytest_mllm.harness.options import Options
+from pytest_mllm.harness.summary import write_optimization, write_scores
+from pytest_mllm.record import Record
+from pytest_mllm.report.results import BenchmarkResult, results_document
+from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.gates import Verdict
+
+
+class MllmHooks:
+    """The hooks of one run: collection, batched answers, records across xdist, scores and gates."""
+
+    def __init__(self, config: pytest.Config, options: Options, evaluation: Evaluation) -> None:
+        self.config = config
+        self.options = options
+        self.evaluation = evaluation
+        self.strict = options.strict
+        self.is_worker = hasattr(config, "workerinput")
+        self.batches = Batcher(config, evaluation, thumbnails=options.outputs.html_path is not None)
+        self.spec_paths = {p.resolve() for p in options.benchmarks}
+        self.results: dict[str, BenchmarkResult] = {}
+        self.verdicts: list[Verdict] = []
+        self.written: list[tuple[str, Path]] = []
+        self.tp_outcomes: list[dict[str, Any]] = []
+        self.few_deselected = 0
+        self._plan_printed = False
+
+    def record_for(self, item: pytest.Item) -> Record:
+        return self.batches.record_for(item)  # type: ignore[arg-type]
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BenchmarkFile | None:
+        resolved = file_path.resolve()
+        if resolved in self.spec_paths:  # from --mllm-bench: test ids start with the benchmark's name
+            spec = self.evaluation.spec(resolved)
+            return BenchmarkFile.from_parent(parent, path=file_path, nodeid=spec.name, spec=spec)
+        if parent.session.isinitpath(file_path) and is_spec_file(file_path):
+            return BenchmarkFile.from_parent(parent, path=file_path)  # its spec is read when it collects
+        return None
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅)."""
+        few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
+               and self.evaluation.optimized_on(i.sample)]
+        if few:
+            self.few_deselected = len(few)
+            config.hook.pytest_deselected(items=few)
+            drop = set(map(id, few))
+            items[:] = [i for i in items if id(i) not in drop]
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.batches.collected(session.items)
+        if self.evaluation.settings.optimize and not self.is_worker:
+            self.print_plan([(i.spec, i.task) for i in session.items if hasattr(i, "result_json")])  # type: ignore[attr-defined]
+
+    def print_plan(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> None:
+        """Before an optimization starts: the calls it will make at most."""
+        if self._plan_printed:
+            return
+        self._plan_printed = True
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None:
+            return
+        try:
+            lines = self.evaluation.optimization.plan_lines(selected)
+        except Exception as exc:  # noqa: BLE001 - the same problem errors the tests, with its full message
+            lines = [f"TP-Eval: the plan could not be computed ({exc})"]
+        for line in lines:
+            reporter.write_line(line, bold=True)
+
+    def workers_collected(self, ids: Sequence[str]) -> None:
+        """Under xdist the controller learns the selected tasks from the workers' collection."""
+        if not self.evaluation.settings.optimize:
+            return
+        specs = {spec.name: spec for spec in map(load_spec, self.spec_paths)}
+        selected = []
+        for nodeid in ids:
+            name, _, task = nodeid.partition("::optimize::")
+            spec = specs.get(Path(name).stem) or specs.get(name)
+            if task and spec is not None:
+                selected.append((spec, task))
+        self.print_plan(selected)
+
+    # -- running ------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        report = yield
+        if call.when == "call" and hasattr(item, "result_json"):  # a TP-Eval task
+            report.mllm_tp = item.result_json()
+            report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
+        if isinstance(item, SampleItem) and call.when == "call" and item.records:
+            for record in item.records:
+                record["duration_s"] = round(report.duration / len(item.records), 6)
+            report.mllm_records = records.dumps(item.records)
+            report.mllm_spec = str(item.spec.path)
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
+        carried = _records_of(report)
+        if len(carried) != 1 or report.when != "call":
+            return None
+        if carried[0]["status"] == "incorrect" and report.passed:
+            return "incorrect", "i", ("INCORRECT", {"yellow": True})
+        if carried[0]["status"] == "error":
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
+        spec_path = Path(report.mllm_spec) if hasattr(report, "mllm_spec") else None
+        self.evaluation.gather(_records_of(report), spec_path)
+        if getattr(report, "mllm_tp", None):
+            self._task_optimized(json.loads(report.mllm_tp), self.evaluation.spec(spec_path))  # type: ignore[arg-type]
+
+    def _task_optimized(self, outcome: dict[str, Any], spec: BenchmarkSpec) -> None:
+        """Write a finished task into the prompts file at once: an interrupted run keeps it."""
+        from pytest_mllm.tpeval.run import task_prompts
+
+        outcome["benchmark"] = spec.name
+        self.tp_outcomes.append(outcome)
+        if not outcome["already"]:
+            self.evaluation.optimization.save(spec, outcome["task"], task_prompts(outcome["prompts"]))
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            return
+        self.results = self.evaluation.results()
+        current = {name: r.metrics for name, r in self.results.items()}
+        self.verdicts = self.options.gates.verdicts(
+            current, {name: [*r.spec.task_order, *r.spec.groups] for name, r in self.results.items()},
+            {name: r.spec.headline for name, r in self.results.items()})
+        if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        document = results_document(self.results, self.verdicts, self._settings())
+        self.written = self.options.outputs.write(document, self.results)
+
+    def _settings(self) -> dict[str, Any]:
+        gates = self.options.gates
+        return {**self.evaluation.describe(), "benchmarks": [str(p) for p in self.options.benchmarks],
+                "strict": self.strict, "few_deselected": self.few_deselected,
+                "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None}
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        if self.tp_outcomes:
+            write_optimization(terminalreporter, self.tp_outcomes, self.evaluation.settings.optimize.path)  # type: ignore[union-attr]
+        if self.results or self.verdicts:
+            limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
+            write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)
+
+
+def _records_of(report: pytest.TestReport) -> list[Record]:
+    """The records a sample test's report carries (decoded once, then kept decoded)."""
+    raw = getattr(report, "mllm_records", None)
+    if isinstance(raw, str):
+        raw = report.mllm_records = records.loads(raw)
+    return raw or []

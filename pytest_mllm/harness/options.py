@@ -1,0 +1,247 @@
+"""The command line and ini settings: declared for pytest, read and checked once into plain settings.
+
+Every problem is a `pytest.UsageError` naming the option before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_mllm.engine.endpoint import Endpoint
+from pytest_mllm.engine.spec import SpecError, find_spec
+from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.report.outputs import Outputs
+from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, parse_gate, parse_max_drop
+from pytest_mllm.tpeval.run import OptimizationSettings
+from pytest_mllm.tpeval.settings import TpSettings
+
+_DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare pytest-mllm's command-line and ini options."""
+    group = parser.getgroup("mllm", "multimodal-LLM benchmarks (pytest-mllm)")
+    group.addoption("--mllm", metavar="MODEL", help="model under test: an alias (llava-1.5-7b), hf:<repo or folder>, "
+                    "tiny-llava, baseline:random|yes|no, replay:<path>, or a registered name")
+    group.addoption("--mllm-bench", action="append", metavar="NAME", help="benchmark to run: a bundled name "
+                    "(shapes, mme, pope, mmbench) or a spec file; repeat or comma-separate for several")
+    group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
+                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
+    group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
+    group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
+    group.addoption("--mllm-mme-results", metavar="DIR",
+                    help="also write yes/no answers in MME's official results format (one file per subtask)")
+    group.addoption("--mllm-gate", action="append", metavar="EXPR",
+                    help="score gate such as 'mme.perception>=1400'; a failing gate fails the session")
+    group.addoption("--mllm-baseline", metavar="PATH", help="earlier --mllm-json results for regression gates")
+    group.addoption("--mllm-max-drop", action="append", metavar="[METRIC=]DROP",
+                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'")
+    group.addoption("--mllm-strict", action="store_true", help="incorrect answers fail (for must-pass suites)")
+    group.addoption("--mllm-max-image-pixels", type=int, default=89_478_485, metavar="N",
+                    help="refuse images with more pixels than this (default: Pillow's limit)")
+    group.addoption("--mllm-show-incorrect", type=int, default=10, metavar="N",
+                    help="wrong answers listed in the summary (all with -v)")
+    group.addoption("--mllm-batch-size", type=int, default=8, metavar="N",
+                    help="samples generated together (tests stay one per sample; default 8)")
+    group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
+                    help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
+    group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
+    group.addoption("--mllm-vrp", choices=("none", "grid", "full", "property"),
+                    help="visual-referring-prompt variants of samples with a target region: the default grid "
+                         "(VRPTEST: 4 partial + 8 full per source), the full product, or hypothesis property tests")
+    group.addoption("--mllm-vrp-examples", type=int, default=8, metavar="N",
+                    help="variants drawn per source sample in --mllm-vrp=property (each is a model call)")
+    group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
+    group.addoption("--mllm-no-image", action="store_true",
+                    help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
+    group.addoption("--mllm-base-url", metavar="URL",
+                    help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
+    group.addoption("--mllm-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the API key (the key itself never goes on the command line)")
+    group.addoption("--mllm-concurrency", type=int, default=8, metavar="N", help="requests in flight to an endpoint")
+    group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
+                    help="retries (with backoff) on 429, 5xx and connection errors")
+    group.addoption("--mllm-judge", metavar="MODEL",
+                    help="judge LLM for open-ended answers (CEE: five prompts, majority vote), e.g. openai:gpt-4o-mini; "
+                         "without it open answers are scored by word matching")
+    group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-judge-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the judge's API key")
+    group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
+                    help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
+    group.addoption("--mllm-judge-max-tokens", type=int, default=512, metavar="N",
+                    help="longest judge reply (analysis plus verdict)")
+    group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
+                    help="judge sampling temperature (the paper's code used 0.5)")
+    group.addoption("--mllm-prompts", metavar="FILE",
+                    help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
+                         "the report compares them with the benchmark's own prompts")
+    group.addoption("--mllm-prompts-transfer", action="store_true",
+                    help="allow a prompts file optimized for another model (TP-Eval's transfer)")
+    group.addoption("--mllm-optimize", metavar="FILE",
+                    help="TP-Eval: customize each task's prompt for the model under test and write them to FILE "
+                         "(one test per task; needs --mllm-optimizer)")
+    group.addoption("--mllm-optimizer", metavar="MODEL", help="the optimizer LLM, openai:<model> on an "
+                    "OpenAI-compatible endpoint")
+    group.addoption("--mllm-optimizer-base-url", metavar="URL", help="the optimizer's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-optimizer-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                    help="environment variable holding the optimizer's API key")
+    group.addoption("--mllm-optimizer-max-tokens", type=int, default=256, metavar="N",
+                    help="longest optimizer reply (a prompt or an introspection)")
+    for flag, kind, default, text in (
+        ("rounds", int, 16, "optimization rounds N"), ("per-round", int, 3, "new prompts per round M"),
+        ("top-k", int, 8, "earlier prompts shown to the optimizer K"),
+        ("temperature", float, 1.0, "optimizer sampling temperature"),
+        ("alpha", float, 0.8, "weight of accuracy in a prompt's score during the search (α)"),
+        ("alpha-final", float, 0.6, "weight of accuracy in the final re-rank (α*)"),
+        ("few", int, 8, "examples per task in D_few"),
+        ("seed", int, 0, "seed of the D_few split"),
+    ):
+        group.addoption(f"--mllm-tp-{flag}", type=kind, default=default, metavar="X",
+                        help=f"TP-Eval: {text} (default {default})")
+    group.addoption("--mllm-tp-mode", choices=("auto", "prompt", "prefix"), default="auto",
+                    help="TP-Eval: edit the task's instruction (prompt), or an added phrase before a question that is "
+                         "the whole prompt (prefix); auto decides per task")
+    group.addoption("--mllm-tp-split", choices=("auto", "validation", "seeded"), default="auto",
+                    help="TP-Eval: D_few from the benchmark's validation split, or a seeded draw (auto: validation "
+                         "when the task has one)")
+    group.addoption("--mllm-tp-zero-shot", action="store_true",
+                    help="TP-Eval: write prompts for tasks not yet in the --mllm-optimize file from the tasks already "
+                         "in it (in-context examples, no scoring)")
+    group.addoption("--mllm-gpus", metavar="LIST",
+                    help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
+    group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",
+                    help="GPUs per worker, for models that span several")
+    group.addoption("--mllm-device", default="auto", help="device for transformers models (auto, cpu, cuda)")
+    group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
+    group.addoption("--mllm-trust-remote-code", action="store_true",
+                    help="allow a transformers model to run code from its repository")
+    parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
+    parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
+    parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
+    parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+
+
+@dataclass(frozen=True)
+class Options:
+    """A run's settings: what to evaluate, what to write, which gates decide the exit status."""
+
+    benchmarks: list[Path]  # spec files from --mllm-bench
+    evaluation: EvaluationSettings
+    outputs: Outputs
+    gates: GateSettings
+    strict: bool
+    show_incorrect: int
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Options:
+        """Read and check every option; a problem is a UsageError before anything runs."""
+        opt = config.getoption
+        if opt("mllm_batch_size") < 1:
+            raise pytest.UsageError(f"--mllm-batch-size must be at least 1, got {opt('mllm_batch_size')}")
+        try:
+            benchmarks = [find_spec(name.strip()) for value in opt("mllm_bench") or []
+                          for name in value.split(",") if name.strip()]
+            gates = _gates(config)
+        except (SpecError, GateSyntaxError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
+        evaluation = EvaluationSettings(
+            model=opt("mllm") or "", data=_data_roots(opt("mllm_data") or []),
+            max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
+            cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
+            vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
+            hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
+                        "trust_remote_code": opt("mllm_trust_remote_code")},
+            endpoint=_endpoint(config, "mllm_base_url", "mllm_api_key_env"),
+            judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
+            prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
+            worker=hasattr(config, "workerinput"))
+        outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
+                          mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
+        return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
+                   strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"))
+
+
+def _gates(config: pytest.Config) -> GateSettings:
+    opt = config.getoption
+    gates = [parse_gate(g) for g in [*config.getini("mllm_gates"), *(opt("mllm_gate") or [])]]
+    drops = [parse_max_drop(d) for d in [*config.getini("mllm_max_drop"), *(opt("mllm_max_drop") or [])]]
+    baseline = opt("mllm_baseline") or config.getini("mllm_baseline") or None
+    if drops and not baseline:
+        raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
+    if baseline and not drops:
+        drops = [parse_max_drop("0")]
+    return GateSettings(gates=gates, max_drops=drops, baseline=_path(baseline))
+
+
+def _data_roots(values: list[str]) -> dict[str, str]:
+    """--mllm-data values: NAME=PATH for one benchmark, a bare PATH for any."""
+    data: dict[str, str] = {}
+    for value in values:
+        match = _DATA_OVERRIDE.match(value)
+        name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
+        data[name] = path
+    return data
+
+
+def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoint:
+    """An OpenAI-compatible endpoint from its URL and key-variable options and the shared limits."""
+    opt = config.getoption
+    for name, ok, wanted in (("mllm_timeout", opt("mllm_timeout") > 0, "a number of seconds above 0"),
+                             ("mllm_max_retries", opt("mllm_max_retries") >= 0, "0 or more"),
+                             ("mllm_concurrency", opt("mllm_concurrency") >= 1, "1 or more")):
+        if not ok:
+            raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {opt(name)}")
+    try:
+        return Endpoint(base_url=opt(url_option), api_key=os.environ.get(opt(key_option)),
+                        timeout_s=opt("mllm_timeout"), max_retries=opt("mllm_max_retries"),
+                        concurrency=opt("mllm_concurrency"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--{url_option.replace('_', '-')}: {exc}") from None
+
+
+def _judge(config: pytest.Config) -> JudgeSettings | None:
+    opt = config.getoption
+    if not opt("mllm_judge"):
+        return None
+    return JudgeSettings(model=opt("mllm_judge"), endpoint=_endpoint(config, "mllm_judge_base_url",
+                                                                     "mllm_judge_api_key_env"),
+                         mode=opt("mllm_judge_mode"), temperature=opt("mllm_judge_temperature"),
+                         max_tokens=opt("mllm_judge_max_tokens"))
+
+
+def _optimization(config: pytest.Config) -> OptimizationSettings | None:
+    """TP-Eval's settings from --mllm-optimize and --mllm-tp-*; a bad value names its option."""
+    opt = config.getoption
+    try:
+        search = TpSettings(
+            rounds=opt("mllm_tp_rounds"), per_round=opt("mllm_tp_per_round"), top_k=opt("mllm_tp_top_k"),
+            temperature=opt("mllm_tp_temperature"), alpha=opt("mllm_tp_alpha"), alpha_final=opt("mllm_tp_alpha_final"),
+            few=opt("mllm_tp_few"), seed=opt("mllm_tp_seed"), mode=opt("mllm_tp_mode"))
+        search.validate()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not opt("mllm_optimize"):
+        return None
+    if opt("mllm_prompts"):
+        raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
+                                "evaluate with --mllm-prompts=FILE in another run")
+    if not (opt("mllm_optimizer") or "").startswith("openai:"):
+        raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
+                                "(and --mllm-optimizer-base-url=URL for a local server)")
+    return OptimizationSettings(
+        path=Path(opt("mllm_optimize")).expanduser(), optimizer=opt("mllm_optimizer"),
+        endpoint=_endpoint(config, "mllm_optimizer_base_url", "mllm_optimizer_api_key_env"),
+        search=search, max_tokens=opt("mllm_optimizer_max_tokens"), split=opt("mllm_tp_split"),
+        zero_shot=opt("mllm_tp_zero_shot"))
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None

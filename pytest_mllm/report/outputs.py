@@ -1,0 +1,42 @@
+"""The files a run writes at its end: results JSON, HTML report, VRPTEST's radar chart, MME's results format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mllm.report.results import BenchmarkResult
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where each output goes (None: not written)."""
+
+    json_path: Path | None = None
+    html_path: Path | None = None
+    mme_results: Path | None = None
+    vrp_radar: Path | None = None
+
+    def write(self, document: dict[str, Any], results: dict[str, BenchmarkResult]) -> list[tuple[str, Path]]:
+        """Write every requested output; (what, where) of the ones written."""
+        written: list[tuple[str, Path]] = []
+        if self.json_path:
+            from pytest_mllm.report.results import write_json
+
+            write_json(self.json_path, document)
+            written.append(("results", self.json_path))
+        if self.html_path:
+            from pytest_mllm.report.html import write_html
+
+            write_html(document, self.html_path)
+            written.append(("HTML report", self.html_path))
+        if self.vrp_radar:
+            from pytest_mllm.vrp.radar import write_radar
+
+            write_radar({name: r.scopes.get("vrp") or {} for name, r in results.items()}, self.vrp_radar)
+        if self.mme_results:
+            from pytest_mllm.loaders.mme_results import write_mme_results
+
+            write_mme_results([r for res in results.values() for r in res.records], self.mme_results)
+        return written

@@ -1,0 +1,60 @@
+"""Scoring one answer: the parser reads the response, then the verdict comes from the reference
+answer (yes/no, a letter), word matching (open answers until a judge rules), VRPTEST's code match,
+or a metric scored against references (ANLS, VQA match, relaxed accuracy, BLEU-4).
+"""
+
+from __future__ import annotations
+
+from pytest_mllm.record import Record
+from pytest_mllm.sample import Response, Sample
+from pytest_mllm.scoring.parsers import SCORED_PARSERS, get_parser
+
+
+def score_record(record: Record, sample: Sample, response: Response) -> Record:
+    """Parse the response and set the verdict (open answers: word matching until a judge rules)."""
+    parsed = get_parser(record["parser"])(response.text, sample)
+    if record["parser"] in SCORED_PARSERS:
+        return _score_against_references(record, sample, response, parsed)
+    if record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
+        from pytest_mllm.vrp.code_match import relaxed_code_match
+
+        correct = relaxed_code_match(response.text, sample.answer)
+    elif sample.answer_type == "open":
+        from pytest_mllm.judge import word_match
+
+        try:
+            correct = word_match(response.text, references(sample))
+        except ValueError as exc:
+            record.update(response=response.text, error=f"bad reference answer: {exc}")
+            return record
+        record["word_match"] = correct
+    else:
+        correct = parsed == record["answer"]
+    record.update(response=response.text, parsed=parsed, correct=correct,
+                  status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+    return record
+
+
+def _score_against_references(record: Record, sample: Sample, response: Response, parsed: str) -> Record:
+    """A continuous score (ANLS, relaxed accuracy, VQA match, caption BLEU-4) and the verdict its
+    threshold gives; a metric that cannot run (no sacrebleu, no reference) errors this sample alone."""
+    from pytest_mllm.scoring.references import score_answer
+
+    given = sample.metadata.get("references")
+    if given is not None and (not isinstance(given, (list, tuple)) or not all(isinstance(r, str) for r in given)):
+        record.update(response=response.text, parsed=parsed, error="bad reference answers: metadata "
+                      f"'references' must be a list of strings, not {given!r}")
+        return record
+    try:
+        score, correct = score_answer(record["parser"], parsed, references(sample))
+    except (ImportError, ValueError) as exc:
+        record.update(response=response.text, parsed=parsed, error=f"cannot score the answer: {exc}")
+        return record
+    record.update(response=response.text, parsed=parsed, score=score, correct=correct,
+                  status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+    return record
+
+
+def references(sample: Sample) -> list[str]:
+    """Every accepted answer of an open-ended sample."""
+    return list(sample.metadata.get("references") or [sample.answer])

@@ -1,0 +1,50 @@
+"""VRPTEST's metrics (Li et al., "Visual referring prompting"): accuracy per intervention level
+and per radar axis, consistency with the un-intervened answer, and sensitivity to the strategy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence
+
+from pytest_mllm.record import Record
+from pytest_mllm.scoring.metrics import BenchmarkView, accuracy
+
+# VRPTEST's radar axes: the variant attribute and value each one averages over.
+VRP_AXES: dict[str, tuple[str, str]] = {
+    "Base": ("intervention", "none"), "C_Red": ("color", "red"), "C_Blue": ("color", "blue"),
+    "Pos_Upper": ("position", "upper"), "Pos_Lower": ("position", "lower"), "Arial": ("font", "arial"),
+    "TNR": ("font", "times"), "Cir": ("shape", "ellipse"), "Rect": ("shape", "box"),
+}
+
+
+def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """VRPTEST's view: accuracy per intervention level and per radar axis, consistency with the
+    un-intervened answer of the same source, and sensitivity (best minus worst strategy)."""
+    scored = [r for r in records if r["status"] != "error" and r.get("variant")]
+    if not scored:
+        return {}
+    base_answer = {r["variant"]["source"]: r["parsed"] for r in scored if r["variant"]["intervention"] == "none"}
+    levels: dict[str, list[Record]] = defaultdict(list)
+    strategies: dict[str, list[Record]] = defaultdict(list)
+    for record in scored:
+        levels[record["variant"]["intervention"]].append(record)
+        strategies[record["variant"]["variant"]].append(record)
+    axes = {axis: [r for r in scored if r["variant"].get(field) == value] for axis, (field, value) in VRP_AXES.items()}
+    compared = [r for r in scored if r["variant"]["intervention"] != "none" and r["variant"]["source"] in base_answer]
+    by_strategy = {name: accuracy(rs) for name, rs in strategies.items()}
+    return {
+        "levels": {level: {"count": len(levels[level]), "accuracy": accuracy(levels[level])}
+                   for level in ("none", "partial", "full") if level in levels},
+        "axes": {axis: {"count": len(rs), "accuracy": accuracy(rs)} for axis, rs in axes.items() if rs},
+        "consistency": (sum(r["parsed"] == base_answer[r["variant"]["source"]] for r in compared) / len(compared)
+                        if compared else None),
+        "relation_holds": (sum(bool(r["correct"]) and r["parsed"] == base_answer[r["variant"]["source"]]
+                               for r in compared) / len(compared) if compared else None),
+        "strategies": by_strategy,
+        "sensitivity": max(by_strategy.values()) - min(by_strategy.values()),
+    }
+
+
+def vrp_section(benchmark: BenchmarkView) -> dict[str, Any]:
+    """Section `vrp`: `vrp_metrics` over the benchmark's records."""
+    return {"vrp": vrp_metrics(benchmark.records)}

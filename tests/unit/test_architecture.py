@@ -1,0 +1,124 @@
+"""The package's shape: no import circles, pytest only in the harness, the evaluation core usable without it.
+
+The import graph counts every import in a module (top-level, inside functions and under
+TYPE_CHECKING), read with `ast` from the source files.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest_mllm
+
+PACKAGE = Path(pytest_mllm.__file__).parent
+PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return modules
+
+
+def _imports(name: str, path: Path, is_package: bool) -> set[str]:
+    """Every module name `name` imports (absolute), with `from x import y` also as `x.y`."""
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the package modules it imports."""
+    modules = _modules()
+    return {name: {m for m in _imports(name, *where) if m in modules and m != name}
+            for name, where in modules.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checker_finds_a_circle() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_in_a_circle() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_only_the_harness_imports_pytest() -> None:
+    users = sorted(name for name, (path, is_package) in _modules().items()
+                   if any(m.split(".")[0] in ("pytest", "_pytest") for m in _imports(name, path, is_package)))
+    assert users and all(name.startswith(PYTEST_FACING) for name in users), users
+
+
+def test_the_evaluation_core_runs_without_pytest(tmp_path: Path) -> None:
+    """A script drives the core end to end (samples, answers, scores, gates) and never imports pytest."""
+    script = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from pytest_mllm.engine.spec import find_spec
+        from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+        from pytest_mllm.scoring.gates import GateSettings, parse_gate
+
+        evaluation = Evaluation(EvaluationSettings(model="baseline:yes", cache_path=Path({str(tmp_path)!r}) / "c.sqlite3"))
+        spec = evaluation.spec(find_spec("shapes"))
+        samples = [s for s in evaluation.samples_for(spec) if s.task == "existence"][:20]
+        records = evaluation.answer([(s, spec) for s in samples])
+        for order, record in enumerate(records):
+            record["order"] = order
+        evaluation.gather(records)
+        result = evaluation.results()["shapes"]
+        verdicts = GateSettings([parse_gate("shapes.accuracy>=0.5")], []).verdicts(
+            {{"shapes": result.metrics}}, {{}}, {{}})
+        print(len(records), result.metrics["accuracy"], result.metrics["existence.accuracy_plus"], verdicts[0].verdict)
+        assert "pytest" not in sys.modules and "_pytest" not in sys.modules, "the core imported pytest"
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # MME-style pairs, one "Yes" and one "No" per image: the yes baseline gets half, and no image both.
+    assert done.stdout.split() == ["20", "0.5", "0.0", "pass"]
