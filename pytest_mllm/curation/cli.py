@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pytest_mllm import __version__
-from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
 from pytest_mllm.curation.difficulty import PRESETS, ThresholdError, thresholds
 from pytest_mllm.curation.leakage import ALPHA
 from pytest_mllm.curation.panel import PanelError, Run, load_run
 from pytest_mllm.curation.pipeline import Curation, Settings, curate
 from pytest_mllm.curation.runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
 from pytest_mllm.curation.units import items_of
+from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
 
 PROG = "pytest-mllm-curate"
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -279,10 +279,10 @@ def run(args: argparse.Namespace, console: Any) -> int:
 def _write(args: argparse.Namespace, console: Any, spec: BenchmarkSpec, root: Path | None, curation: Curation,
            settings: Settings, panel: Sequence[Run], text_only: Sequence[Run]) -> int:
     """Every output file, then the report on the console."""
-    from pytest_mllm.report.results import write_json
     from pytest_mllm.curation.manifest import build_manifest
     from pytest_mllm.curation.report import build_report, markdown, print_report
     from pytest_mllm.curation.spec_writer import curated_name, write_curated
+    from pytest_mllm.report.results import write_json
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

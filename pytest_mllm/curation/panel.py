@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from pytest_mllm.record import Record
 
+from pytest_mllm.record import Record
 
 
 class PanelError(ValueError):

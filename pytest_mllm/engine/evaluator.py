@@ -13,12 +13,11 @@ from typing import Any, Callable, Sequence
 
 from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
-from pytest_mllm.scoring.parsers import normalize_answer
-from pytest_mllm.scoring.score import references, score_record
-from pytest_mllm.sample import Model, Request, Response, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record
-
+from pytest_mllm.sample import Model, Request, Response, Sample
+from pytest_mllm.scoring.parsers import normalize_answer
+from pytest_mllm.scoring.score import references, score_record
 
 
 def render_options(sample: Sample) -> str:

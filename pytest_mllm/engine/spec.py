@@ -325,8 +325,16 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
     """The pydantic model of a spec file, for these registered parser and metric names."""
     from typing import Annotated, Literal
 
-    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema
-    from pydantic import field_validator, model_validator
+    from pydantic import (
+        BaseModel,
+        BeforeValidator,
+        ConfigDict,
+        Field,
+        ValidationInfo,
+        WithJsonSchema,
+        field_validator,
+        model_validator,
+    )
     from pydantic_core import PydanticCustomError
 
     Text = Annotated[str, Field(strict=True, min_length=1)]  # local type aliases

@@ -11,8 +11,8 @@ import pytest
 
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.evaluation import AnySample
-from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.harness.progress import TaskProgress
+from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.sample import Sample
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, read_subset
+from pytest_mllm.sample import BadSample, Sample
 
 Loaded = list[Sample | BadSample]
 Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
-from pytest_mllm.sample import BadSample, ImageRef, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type", "choices",
            "pair_group", "split", "target_region", "category", "l2_category", "metadata"}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.loaders.mme_results import read_mme_results
 from pytest_mllm.sample import BadSample, ImageRef, Sample
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 
 IMAGE_SUFFIXES = (".jpg", ".png", ".jpeg", ".JPG", ".PNG", ".JPEG")
 

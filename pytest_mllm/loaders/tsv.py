@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from pytest_mllm.engine.images import resolve_inside
-from pytest_mllm.sample import BadSample, ImageRef, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _OPTION_LETTERS = "ABCDEFGHIJ"
 _MISSING = {"", "nan", "none", "null"}

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm.engine.images import ImageError, resolve_inside
-from pytest_mllm.sample import BadSample, ImageRef, Sample
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"question_id", "id", "image", "image_path", "question", "answers", "answer", "gt_answers",
            "dataset", "task", "category", "human_label", "metadata"}

@@ -15,10 +15,25 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
+from pytest_mllm.report.html import (
+    CHARTS_MISSING,
+    RATE_METRICS,
+    Card,
+    Section,
+    Series,
+    bar_chart,
+    charts_available,
+    format_created,
+    format_delta,
+    format_value,
+    is_rate,
+    render,
+    render_page,
+    sample_view,
+    task_options,
+    write_page,
+)
 from pytest_mllm.scoring.gates import Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
-from pytest_mllm.report.html import (CHARTS_MISSING, RATE_METRICS, Card, Section, Series, bar_chart, charts_available,
-                          format_created, format_delta, format_value, is_rate, render, render_page, sample_view,
-                          task_options, write_page)
 
 Document = Mapping[str, Any]
 

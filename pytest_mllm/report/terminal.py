@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 from typing import Any, Iterable
 
-from pytest_mllm.scoring.gates import Verdict
 from pytest_mllm.report.results import BenchmarkResult
+from pytest_mllm.scoring.gates import Verdict
+
 
 def _fmt(value: Any, percent: bool = True) -> str:
     if value is None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from pytest_mllm.scoring.references import SCORERS
 from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.references import SCORERS
 
 OTHER = "other"
 

@@ -29,8 +29,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from pytest_mllm.tpeval.counter import FLOOR, edit_budget, edit_start
-from pytest_mllm.tpeval.metaprompt import Example, Message, extract_introspection, extract_prompt_with_reason
-from pytest_mllm.tpeval.metaprompt import introspection_messages, optimizer_messages
+from pytest_mllm.tpeval.metaprompt import (
+    Example,
+    Message,
+    extract_introspection,
+    extract_prompt_with_reason,
+    introspection_messages,
+    optimizer_messages,
+)
 from pytest_mllm.tpeval.score import Candidate, combined_score, rerank, top_k
 from pytest_mllm.tpeval.settings import TpSettings
 from pytest_mllm.tpeval.slot import PromptSlot

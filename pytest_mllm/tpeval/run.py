@@ -20,7 +20,6 @@ from pytest_mllm.sample import Sample
 from pytest_mllm.tpeval.counter import edit_start
 from pytest_mllm.tpeval.metaprompt import Example
 from pytest_mllm.tpeval.optimizer import TaskOptimizer, planned_calls
-from pytest_mllm.tpeval.score import Candidate
 from pytest_mllm.tpeval.prompts_file import (
     PromptsFile,
     PromptsFileError,
@@ -28,6 +27,7 @@ from pytest_mllm.tpeval.prompts_file import (
     read_prompts,
     write_prompts,
 )
+from pytest_mllm.tpeval.score import Candidate
 from pytest_mllm.tpeval.settings import TpSettings
 from pytest_mllm.tpeval.slot import PromptSlot
 from pytest_mllm.tpeval.split import FewShotError, split_task

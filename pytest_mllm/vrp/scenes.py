@@ -21,8 +21,8 @@ import random
 
 from PIL import Image, ImageDraw
 
-from pytest_mllm.sample import ImageRef, Sample
 from pytest_mllm.loaders.shapes import BACKGROUND, COLORS, KINDS, Shape, draw_shape
+from pytest_mllm.sample import ImageRef, Sample
 
 SIZE = 360
 BORDER = 18

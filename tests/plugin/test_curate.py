@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from chat_stub import ChatStub
 
 from pytest_mllm.curation.cli import main
 from pytest_mllm.curation.review import VERDICTS
-from chat_stub import ChatStub
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 

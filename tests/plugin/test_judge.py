@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from chat_stub import ChatStub
 
+from pytest_mllm.engine.spec import load_spec
 from pytest_mllm.judge import PROMPTS, JudgeItem, render_messages
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.engine.spec import load_spec
-from chat_stub import ChatStub
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 

@@ -22,11 +22,12 @@ pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'pytes
 pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
 pytest.importorskip("gguf", reason="needs gguf to read the GGUF weights: pip install 'pytest-mllm[test]'")
 
-from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_messages  # noqa: E402
-from pytest_mllm.loaders import load_samples  # noqa: E402
+from local_serve import Server, free_port  # noqa: E402
+
 from pytest_mllm.engine.chat import ChatClient  # noqa: E402
 from pytest_mllm.engine.spec import load_spec  # noqa: E402
-from local_serve import Server, free_port  # noqa: E402
+from pytest_mllm.judge import PROMPTS, PROMPTS_BY_ID, JudgeItem, decide, render_messages  # noqa: E402
+from pytest_mllm.loaders import load_samples  # noqa: E402
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 # Three of the eight samples: 15 judge calls. On two busy CPU cores a short reply takes ~3 s, and

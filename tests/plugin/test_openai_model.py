@@ -11,11 +11,12 @@ from PIL import Image
 pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
 pytest.importorskip("uvicorn", reason="needs the serve extra: pip install 'pytest-mllm[serve]'")
 
+from local_serve import Server, ServerDidNotStart, start_transformers_serve  # noqa: E402
+
 from pytest_mllm.engine.endpoint import Endpoint  # noqa: E402
 from pytest_mllm.models.openai import OpenAIModel  # noqa: E402
 from pytest_mllm.models.tiny import ensure_tiny_llava  # noqa: E402
 from pytest_mllm.sample import Request, Sample  # noqa: E402
-from local_serve import Server, ServerDidNotStart, start_transformers_serve  # noqa: E402
 
 SECRET = "sk-test-secret"
 START_TIMEOUT_S = 90

@@ -11,6 +11,12 @@ from typing import Any
 
 import pytest
 
+from pytest_mllm.engine.evaluator import sample_record
+from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.sample import Response, Sample
+from pytest_mllm.scoring.mean_score import mean_score
+from pytest_mllm.scoring.metrics import KNOWN_METRICS, benchmark_metrics
+from pytest_mllm.scoring.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
 from pytest_mllm.scoring.references import (
     SCORERS,
     anls,
@@ -22,13 +28,7 @@ from pytest_mllm.scoring.references import (
     score_answer,
     vqa_match,
 )
-from pytest_mllm.scoring.mean_score import mean_score
-from pytest_mllm.scoring.metrics import KNOWN_METRICS, benchmark_metrics
-from pytest_mllm.scoring.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
-from pytest_mllm.engine.evaluator import sample_record
 from pytest_mllm.scoring.score import score_record
-from pytest_mllm.sample import Response, Sample
-from pytest_mllm.engine.spec import BenchmarkSpec
 
 # --------------------------------------------------------------------------- ANLS
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mllm.scoring.gates import (GateSyntaxError, evaluate_gate, evaluate_regressions, flatten, parse_gate,
-                               parse_max_drop)
+from pytest_mllm.scoring.gates import GateSyntaxError, evaluate_gate, evaluate_regressions, flatten, parse_gate, parse_max_drop
 
 METRICS = {"mme": {"score": 1500.0, "perception": 1200.0, "perception.accuracy": 0.8, "existence": 190.0}}
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_mllm.report.compare import CompareError, compare, load_results
-from pytest_mllm.scoring.gates import parse_max_drop
 from pytest_mllm.report.html import format_value, is_rate, safe_thumbnail, write_html
+from pytest_mllm.scoring.gates import parse_max_drop
 
 JPEG = "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8U"
 INJECTED = "<script>alert(1)</script>"

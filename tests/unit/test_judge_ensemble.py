@@ -8,8 +8,8 @@ from typing import Any, Mapping, Sequence
 
 import pytest
 
-from pytest_mllm.judge import PROMPTS, QUORUM, Judge, JudgeItem, cache_key, decide
 from pytest_mllm.engine.chat import ChatResult, EndpointError, EndpointUnreachable, MalformedResponse
+from pytest_mllm.judge import PROMPTS, QUORUM, Judge, JudgeItem, cache_key, decide
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "judge"
 CASES: list[dict[str, Any]] = json.loads((FIXTURES / "replies.json").read_text(encoding="utf-8"))["cases"]

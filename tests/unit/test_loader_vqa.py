@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_mllm.engine.images import load_image
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, load_vqa
 from pytest_mllm.sample import BadSample, Sample
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
 

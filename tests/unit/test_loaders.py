@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mllm.engine.images import load_image
+from pytest_mllm.engine.spec import SpecError, find_spec, load_spec
 from pytest_mllm.loaders import load_samples
 from pytest_mllm.sample import BadSample, Sample
-from pytest_mllm.engine.spec import SpecError, find_spec, load_spec
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MME_ROOT = FIXTURES / "mme" / "MME_Benchmark_release_version"

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mllm.scoring.parsers import OTHER, get_parser, mme_official, multiple_choice, pope, yes_no_lenient
 from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.parsers import OTHER, get_parser, mme_official, multiple_choice, pope, yes_no_lenient
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageChops, ImageDraw
 
-from pytest_mllm.sample import Sample
 from pytest_mllm.loaders.shapes import (
     BACKGROUND,
     COLORS,
@@ -30,6 +29,7 @@ from pytest_mllm.loaders.shapes import (
     parse_key,
     scene,
 )
+from pytest_mllm.sample import Sample
 
 YES_NO_TASKS = ("existence", "count", "color", "position")
 IMAGES = 30

@@ -9,8 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mllm.tpeval.metaprompt import (
+    MAX_INTROSPECTION_CHARS,
     PROMPT_CLOSE,
     PROMPT_OPEN,
+    SHOWN_EXAMPLES,
     Example,
     extract_introspection,
     extract_prompt,
@@ -19,7 +21,6 @@ from pytest_mllm.tpeval.metaprompt import (
     optimizer_messages,
 )
 from pytest_mllm.tpeval.score import Candidate, top_k
-from pytest_mllm.tpeval.metaprompt import MAX_INTROSPECTION_CHARS, SHOWN_EXAMPLES
 
 ORIGINAL = "Please answer yes or no."
 EXAMPLES = [Example(f"Is there a {thing} in the image?", answer, None) for thing, answer in

@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from pytest_mllm.tpeval.similarity import Similarity
-from pytest_mllm.tpeval.similarity import INSTALL_HINT
+from pytest_mllm.tpeval.similarity import INSTALL_HINT, Similarity
 
 
 class Counting:

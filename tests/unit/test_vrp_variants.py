@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from PIL import Image
 
 from pytest_mllm.engine.images import ImageError, load_image
-from pytest_mllm.sample import ImageRef, Sample
 from pytest_mllm.loaders.shapes import COLORS, KINDS
+from pytest_mllm.sample import ImageRef, Sample
 from pytest_mllm.vrp.expand import NoTargetRegion, expand, marked_question, marker_phrase
 from pytest_mllm.vrp.render import FULL_PROMPT
 from pytest_mllm.vrp.scenes import (
