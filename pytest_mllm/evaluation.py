@@ -29,6 +29,7 @@ from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
+    from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
     from pytest_mllm.tpeval.prompts_file import PromptsFile
     from pytest_mllm.tpeval.run import OptimizationRun, OptimizationSettings
@@ -45,6 +46,7 @@ class JudgeSettings:
     mode: str = "strict"
     temperature: float = 0.0
     max_tokens: int = 512
+    prompts: tuple[Prompt, ...] | None = None  # --mllm-judge-prompts, checked; None: the built-in five
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class EvaluationSettings:
     no_image: bool = False
     hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
                                                                    "trust_remote_code": False})
-    endpoint: Endpoint = field(default_factory=Endpoint)  # of an openai:<model> under test
+    endpoint: Endpoint = field(default_factory=Endpoint.from_environment)  # of an openai:<model> under test
     judge: JudgeSettings | None = None
     prompts_path: Path | None = None  # TP-Eval: evaluate with customized prompts
     prompts_transfer: bool = False
@@ -127,7 +129,8 @@ class Evaluation:
         judge = self.settings.judge
         assert judge is not None
         return Judge(judge.endpoint.client(), judge.model.removeprefix("openai:"), temperature=judge.temperature,
-                     mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
+                     mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
+                     prompts=judge.prompts)
 
     @property
     def model(self) -> Model:
@@ -229,6 +232,12 @@ class Evaluation:
         placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
         record = sample_record(placeholder, spec, "")
         record["error"] = sample.error if isinstance(sample, BadSample) else sample.reason
+        return record
+
+    def crashed(self, sample: AnySample, spec: BenchmarkSpec, reason: str) -> Record:
+        """The error record of a sample whose process died while answering it."""
+        record = sample_record(sample, spec, "") if isinstance(sample, Sample) else self.unreadable(sample, spec)
+        record["error"] = f"{reason} (the process answering it died: the model crashed or ran out of memory)"
         return record
 
     # -- scores ------------------------------------------------------------------------------

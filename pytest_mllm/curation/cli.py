@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import sys
@@ -85,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--review-llm", metavar="openai:MODEL",
                         help="ask this LLM whether each unanswered sample's reference answer looks wrong")
     review.add_argument("--review-base-url", metavar="URL", help="its OpenAI-compatible endpoint ($OPENAI_BASE_URL)")
-    review.add_argument("--review-api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                        help="the environment variable holding its API key (default OPENAI_API_KEY)")
+    review.add_argument("--review-api-key-env", metavar="VAR",
+                        help="the environment variable holding its API key, which must then be set (default: "
+                             "$OPENAI_API_KEY, sent only to the endpoint you give or OpenAI's own)")
     review.add_argument("--review-text-only", action="store_true", help="send the question without its image")
     review.add_argument("--review-max-tokens", type=int, default=128, metavar="N", help="reply length (default 128)")
     return parser
@@ -128,6 +128,8 @@ def _check_panel(args: argparse.Namespace) -> None:
         raise UsageProblem(f"--panel {twice[0]} is given twice: each judge must count once")
     if args.review_llm and not args.review_llm.startswith("openai:"):
         raise UsageProblem(f"--review-llm must be openai:MODEL (an OpenAI-compatible endpoint), got {args.review_llm!r}")
+    if args.review_llm:
+        _review_key(args)  # a named key variable that is unset stops the command before any run
     if args.target is not None and args.target < 1:
         raise UsageProblem(f"--target must be at least 1, got {args.target}")
 
@@ -194,6 +196,16 @@ def _description(spec: BenchmarkSpec, curation: Curation, settings: Settings, pa
             "See manifest.json.")
 
 
+def _review_key(args: argparse.Namespace) -> str | None:
+    """The reviewer's API key, by the one key policy (`endpoint.api_key_for`)."""
+    from pytest_mllm.engine.endpoint import ApiKeyError, api_key_for
+
+    try:
+        return api_key_for(args.review_api_key_env, args.review_base_url)
+    except ApiKeyError as exc:
+        raise UsageProblem(f"--review-api-key-env {exc.variable}: {exc}") from None
+
+
 def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
     """Ask the review LLM about every unanswered sample (never drops or keeps anything itself)."""
     from pytest_mllm.curation.review import ask_reviewer
@@ -202,7 +214,7 @@ def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
     if not curation.review:
         console.print("review LLM: no unanswered sample to check", highlight=False, soft_wrap=True, markup=False)
         return
-    endpoint = Endpoint(args.review_base_url, os.environ.get(args.review_api_key_env) or None, max_retries=1)
+    endpoint = Endpoint(args.review_base_url, _review_key(args), max_retries=1)
     model = args.review_llm.split(":", 1)[1]
     with console.status(f"asking {args.review_llm} about {len(curation.review)} unanswered sample(s) …"):
         ask_reviewer(curation.review, curation.items, endpoint, model, send_images=not args.review_text_only,

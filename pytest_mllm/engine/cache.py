@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pytest_mllm.engine.chat import scrub
 from pytest_mllm.engine.images import ImageError, resolve_inside
 from pytest_mllm.sample import ImageRef, Sample
 
@@ -105,7 +106,8 @@ class ResponseCache:
 
     def put_many(self, entries: Mapping[str, str], model: str,
                  latencies: Mapping[str, float] | None = None) -> None:
-        """Store responses (and how long each took), all in one transaction."""
+        """Store responses (and how long each took), all in one transaction; scrubbed of any API key
+        (`chat.scrub`: replies from endpoints already are, this holds for every writer)."""
         if not entries:
             return
         now = time.time()
@@ -113,7 +115,7 @@ class ResponseCache:
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                                 [(key, text, model, now, took.get(key)) for key, text in entries.items()])
+                                 [(key, scrub(text), model, now, took.get(key)) for key, text in entries.items()])
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

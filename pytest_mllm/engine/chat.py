@@ -3,9 +3,12 @@
 The SDK does the HTTP work: retries of connection failures, timeouts, 408, 409, 429 and
 5xx with exponential backoff (honouring `Retry-After` up to its cap), never of other 4xx.
 Ours are the error types, the concurrency cap, the fast reachability check and the key's
-safety: it is sent only in the `Authorization` header and kept out of `repr`, logs and
-every exception message. `openai` is imported only when a client is made (the plugin's
-import path stays light).
+safety: a client sends only the key it is given (it reads no environment variable; the key
+policy is `endpoint.api_key_for`), only in the `Authorization` header, and `scrub` removes it
+from every error message, every reply (before anything caches, records or writes it) and every
+log record of the process: any fragment of 6 or more characters of a key any client of this
+process holds, and any `Bearer …` or `api-key: …` value. `openai` is imported only when a client is
+made (the plugin's import path stays light).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -31,6 +36,101 @@ _PNG_MODES = {"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"}
 _NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
 
 Message = dict[str, Any]
+
+# -- keeping keys out of sight -----------------------------------------------------------------
+
+MIN_FRAGMENT = 6  # a run of this many characters of a key anywhere in a text is scrubbed
+_REDACTED = "***"
+_TOKEN = r"[^\s\"'<>,;&\\]"
+# A credential-looking value: 8+ token characters with a digit in them, or 24+ (not "Bearer tokens …").
+_VALUE = rf"(?:(?={_TOKEN}*\d){_TOKEN}{{8,}}|{_TOKEN}{{24,}})"
+_BEARER = re.compile(rf"(?i)\b(bearer)(\s+|%20)({_VALUE})")
+_KEY_HEADER = re.compile(rf"(?i)(\b(?:x-)?api[-_]?key[\"']?\s*[:=]\s*[\"']?)({_VALUE})")
+_secret_lock = threading.Lock()
+_grams: frozenset[str] = frozenset()  # every MIN_FRAGMENT-character piece of every registered key
+
+
+def register_secret(key: str) -> None:
+    """Treat `key` as secret from now on in this process: `scrub` removes its fragments everywhere.
+
+    Keys shorter than MIN_FRAGMENT characters are placeholders ("EMPTY"), not secrets: scrubbing
+    them out of every model answer would change answers; error messages still drop them whole.
+    """
+    global _grams
+    if len(key) < MIN_FRAGMENT:
+        return
+    with _secret_lock:
+        _grams = _grams | {key[i:i + MIN_FRAGMENT] for i in range(len(key) - MIN_FRAGMENT + 1)}
+    _install_log_scrubbing()
+
+
+def scrub(text: str) -> str:
+    """`text` without any fragment (MIN_FRAGMENT+ characters) of a registered key and without the
+    value of any `Bearer …` or `api-key: …` it holds. Linear in the text for a given key: one
+    substring search per MIN_FRAGMENT-gram of the key, then the covered spans are cut."""
+    if not text:
+        return text
+    grams = _grams
+    if grams:
+        spans: list[tuple[int, int]] = []
+        for gram in grams:
+            at = text.find(gram)
+            while at != -1:
+                spans.append((at, at + MIN_FRAGMENT))
+                at = text.find(gram, at + 1)
+        if spans:
+            spans.sort()
+            pieces, last = [], 0
+            start, end = spans[0]
+            for a, b in spans[1:]:
+                if a <= end:  # overlapping or touching: one fragment
+                    end = max(end, b)
+                    continue
+                pieces += [text[last:start], _REDACTED]
+                last, (start, end) = end, (a, b)
+            pieces += [text[last:start], _REDACTED, text[end:]]
+            text = "".join(pieces)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{_REDACTED}", text)
+    return _KEY_HEADER.sub(lambda m: f"{m.group(1)}{_REDACTED}", text)
+
+
+def _scrub_record(record: logging.LogRecord) -> logging.LogRecord:
+    """A log record with its message, traceback and stack scrubbed (records without a secret are untouched)."""
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a malformed record is logging's business, not ours
+        return record
+    clean = scrub(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and not record.exc_text:
+        text = logging.Formatter().formatException(record.exc_info)
+        if scrub(text) != text:
+            record.exc_text = scrub(text)  # formatters print exc_text as it is
+    if record.stack_info:
+        record.stack_info = scrub(record.stack_info)
+    return record
+
+
+_log_scrubbing = False
+
+
+def _install_log_scrubbing() -> None:
+    """Scrub every log record of this process as it is made (the SDK's and its HTTP stack's loggers
+    are created lazily, some only at the first request, so no per-logger filter can be in place
+    in time); done once, wrapping whatever record factory is installed."""
+    global _log_scrubbing
+    with _secret_lock:
+        if _log_scrubbing:
+            return
+        make = logging.getLogRecordFactory()
+
+        def scrubbed_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = make(*args, **kwargs)
+            return _scrub_record(record) if _grams else record
+
+        logging.setLogRecordFactory(scrubbed_record)
+        _log_scrubbing = True
 
 
 class ChatError(Exception):
@@ -73,8 +173,10 @@ def image_content(image: "Image.Image") -> dict[str, Any]:
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + " …"
+    """A scrubbed excerpt of `text`: scrubbed before it is cut (a key at the cut would leave its
+    start behind) and after (joining whitespace must not make a fragment)."""
+    text = " ".join(scrub(text).split())
+    return scrub(text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + " …")
 
 
 def _message_text(content: Any) -> str | None:
@@ -103,8 +205,9 @@ def check_base_url(url: str) -> None:
 class ChatClient:
     """Chat completions against one OpenAI-compatible endpoint, with retries and bounded concurrency.
 
-    `base_url` defaults to `$OPENAI_BASE_URL`, then the OpenAI API; `api_key` to
-    `$OPENAI_API_KEY` (local servers need none: then no `Authorization` header is sent).
+    `base_url` defaults to `$OPENAI_BASE_URL`, then the OpenAI API. `api_key` is the only key
+    sent; None sends none (no `Authorization` header): the client never reads `$OPENAI_API_KEY`
+    itself (`endpoint.api_key_for` decides which key goes where). Replies and errors are scrubbed.
     `concurrency` caps the requests in flight through this client, from `chat_many` and from
     any threads calling `chat`; a request keeps its slot through the SDK's retries.
     """
@@ -130,7 +233,9 @@ class ChatClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.concurrency = concurrency
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        self._api_key = api_key or None
+        if self._api_key:
+            register_secret(self._api_key)
         # Every request leaves out the headers the SDK would fill from the environment, and the
         # placeholder key. (`Omit` is public only in releases later than our minimum, 1.40.)
         omit = getattr(openai, "Omit", None) or openai._types.Omit
@@ -179,7 +284,7 @@ class ChatClient:
             raise EndpointError(self._scrub(
                 f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code) from None
         text, finish_reason = self._parse(raw.http_response.text)
-        return ChatResult(text, finish_reason, time.perf_counter() - start)
+        return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
@@ -201,11 +306,13 @@ class ChatClient:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """An error message scrubbed, this client's key dropped whole even when it is too short to register."""
+        text = scrub(text)
+        return text.replace(self._api_key, _REDACTED) if self._api_key else text
 
     def _unreachable(self, reason: object) -> EndpointUnreachable:
         return EndpointUnreachable(self._scrub(
-            f"cannot reach {self.url}: {reason}. Check that the server is running and that the "
+            f"cannot reach {self.url}: {scrub(str(reason))}. Check that the server is running and that the "
             "base URL (--mllm-base-url / $OPENAI_BASE_URL) is right."))
 
     def _parse(self, body: str) -> tuple[str, str | None]:

@@ -1,18 +1,55 @@
-"""`Endpoint`: where and how to reach an OpenAI-compatible chat-completions server."""
+"""`Endpoint`: where and how to reach an OpenAI-compatible chat-completions server, and
+`api_key_for`: which API key, if any, may be sent there (the one place that decides)."""
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
 
-from pytest_mllm.engine.chat import ChatClient, check_base_url, resolve_base_url
+from pytest_mllm.engine.chat import DEFAULT_BASE_URL, ChatClient, check_base_url, resolve_base_url
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+class ApiKeyError(ValueError):
+    """A key variable was named and is not set: never a reason to send another key instead."""
+
+    def __init__(self, variable: str) -> None:
+        super().__init__(f"the API key variable {variable} is not set (or is empty): set it, or leave the option "
+                         f"out to use ${DEFAULT_KEY_ENV}")
+        self.variable = variable
+
+
+def api_key_for(key_env: str | None, base_url: str | None) -> str | None:
+    """The API key to send to the endpoint at `base_url` (as the user gave it; None: not given).
+
+    - A named variable (`key_env`) is read and nothing else: unset or empty is an `ApiKeyError`
+      naming it, never a fall-back to another variable.
+    - With none named, `$OPENAI_API_KEY` is used only where the user chose the server: a base URL
+      they gave (`base_url` or `$OPENAI_BASE_URL`) or OpenAI's own API; else no key is sent.
+    """
+    if key_env:
+        key = os.environ.get(key_env)
+        if not key:
+            raise ApiKeyError(key_env)
+        return key
+    chosen = bool(base_url) or bool(os.environ.get("OPENAI_BASE_URL"))
+    openai_own = urllib.parse.urlsplit(resolve_base_url(base_url)).hostname == \
+        urllib.parse.urlsplit(DEFAULT_BASE_URL).hostname
+    if chosen or openai_own:
+        return os.environ.get(DEFAULT_KEY_ENV) or None
+    return None
 
 
 @dataclass(frozen=True)
 class Endpoint:
     """An OpenAI-compatible server and the client settings to use with it; validated when made.
 
-    `base_url` None means `$OPENAI_BASE_URL`, else OpenAI's API. `api_key` None means
-    `$OPENAI_API_KEY` (read by the client; local servers need none). The key stays out of `repr`.
+    `base_url` None means `$OPENAI_BASE_URL`, else OpenAI's API. `api_key` is the key sent (None:
+    none; local servers need none); nothing here reads `$OPENAI_API_KEY`: get the key with
+    `api_key_for` (or `Endpoint.from_environment`). The key stays out of `repr`.
     """
 
     base_url: str | None = None
@@ -20,6 +57,11 @@ class Endpoint:
     timeout_s: float = 120.0
     max_retries: int = 4
     concurrency: int = 8
+
+    @classmethod
+    def from_environment(cls, base_url: str | None = None, key_env: str | None = None, **settings: Any) -> Endpoint:
+        """An endpoint whose key follows `api_key_for` (ApiKeyError for a named variable that is unset)."""
+        return cls(base_url, api_key_for(key_env, base_url), **settings)
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:

@@ -47,8 +47,27 @@ def sample_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         human_label=sample.metadata.get("human_label"))
 
 
+LOAD_FAILED = "the model could not be loaded: "
+NOT_LOADED = "model not loaded (see "
+
+
 class ModelLoadError(RuntimeError):
-    """The model under test failed to load; every sample that needs it errors with this."""
+    """The model under test failed to load: the first sample that needs it errors with this message,
+    the others with a one-line pointer to that sample (`NOT_LOADED`)."""
+
+
+def load_failure_line(records: Sequence[Record]) -> str | None:
+    """The terminal summary's line when the model could not be loaded: the reason, and how many
+    samples went unanswered (None when it loaded, or was never needed)."""
+    first = next((r["error"] for r in records if r["status"] == "error" and (r["error"] or "").startswith(LOAD_FAILED)),
+                 None)
+    if first is None:
+        return None
+    count = sum(1 for r in records if r["status"] == "error"
+                and (r["error"] or "").startswith((LOAD_FAILED, NOT_LOADED)))
+    reason = " ".join(first[len(LOAD_FAILED):].split())
+    reason = reason if len(reason) <= 300 else reason[:300] + " …"
+    return f"{LOAD_FAILED}{reason} ({count} sample{'s' if count != 1 else ''} not answered)"
 
 
 class Evaluator:
@@ -62,6 +81,7 @@ class Evaluator:
         self._model_factory = model_factory
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
+        self._load_error_shown_by: str | None = None  # the sample whose error carries the full message
         self._identity_factory = identity_factory
         self._identity: str | None = None
         self.model_name = model_name
@@ -81,7 +101,7 @@ class Evaluator:
             try:
                 self._model = self._model_factory()
             except Exception as exc:
-                self._load_error = ModelLoadError(f"the model could not be loaded: {exc}")
+                self._load_error = ModelLoadError(f"{LOAD_FAILED}{exc}")
                 raise self._load_error from exc
         return self._model
 
@@ -89,7 +109,10 @@ class Evaluator:
     def identity(self) -> str | None:
         """What cached answers are keyed by; None turns the cache off for this model."""
         if self._identity is None and self.cache is not None:
-            self._identity = self._identity_factory() or ""
+            try:
+                self._identity = self._identity_factory() or ""
+            except ModelLoadError:  # an identity that needs the model: it errors its samples in `_answer`
+                self._identity = ""
         return self._identity or None
 
     def evaluate(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
@@ -156,7 +179,11 @@ class Evaluator:
             model = self.model
         except ModelLoadError as exc:
             for record, _, _ in todo:
-                record["error"] = str(exc)
+                if self._load_error_shown_by is None:
+                    self._load_error_shown_by = f"{record['benchmark']}::{record['id']}"
+                    record["error"] = str(exc)
+                else:
+                    record["error"] = f"{NOT_LOADED}{self._load_error_shown_by})"
             return
         requests: list[Request] = []
         pending: list[tuple[Record, Sample]] = []

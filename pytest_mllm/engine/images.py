@@ -61,6 +61,9 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
         except (binascii.Error, ValueError) as exc:
             raise ImageError(f"image cell is not valid base64: {exc}") from None
         label = "base64 image"
+    if max_pixels > (Image.MAX_IMAGE_PIXELS or max_pixels):
+        # --mllm-max-image-pixels above Pillow's own limit: lift Pillow's (it would refuse or warn first)
+        Image.MAX_IMAGE_PIXELS = max_pixels
     try:
         with Image.open(source) as image:
             width, height = image.size

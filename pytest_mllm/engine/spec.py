@@ -156,6 +156,9 @@ def load_spec(path: Path) -> BenchmarkSpec:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(f"cannot read benchmark spec {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"benchmark spec {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                        "save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"benchmark spec {path} is not valid YAML: {exc}") from None
     return _validate(path, raw)
@@ -303,6 +306,28 @@ def _task_entries(value: Any) -> Any:
     return {str(key): entry or None for key, entry in value.items()} if isinstance(value, dict) else value or None
 
 
+PLACEHOLDERS = ("question", "options", "hint", "task")  # the fields a prompt template may use
+
+
+def template_problem(template: str) -> str | None:
+    """What is wrong with a prompt template's placeholders (None if nothing)."""
+    import string
+
+    known = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
+    try:
+        fields = [name for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        return (f"{template!r} is not a valid template ({exc}); write {{{{ and }}}} for a literal brace; "
+                f"placeholders: {known}")
+    for name in fields:
+        root = re.split(r"[.\[]", name, maxsplit=1)[0]
+        if root not in PLACEHOLDERS or root != name:
+            shown = "{" + name + "}" if name else "{}"
+            return (f"unknown placeholder {shown} in {template!r}; known placeholders: {known} "
+                    "(write {{ and }} for a literal brace)")
+    return None
+
+
 def _subset_problem(relative: str, spec_path: Path | None) -> tuple[str, str | None]:
     """The `subset` path normalised, and what is wrong with it (None if nothing)."""
     normal = posixpath.normpath(relative.replace("\\", "/"))
@@ -418,6 +443,17 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             if problem:
                 raise fail("subset", problem)
             return normal
+
+        @model_validator(mode="after")
+        def _templates_use_known_placeholders(self) -> SpecFile:
+            problem = template_problem(self.prompt)
+            if problem:
+                raise fail("prompt", problem)
+            for task, settings in (self.tasks or {}).items():
+                problem = template_problem(settings.prompt) if settings and settings.prompt else None
+                if problem:
+                    raise fail(f"tasks.{task}.prompt", problem)
+            return self
 
         @model_validator(mode="after")
         def _group_names_are_not_task_names(self) -> SpecFile:

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from pytest_mllm import record as records
-from pytest_mllm.engine.spec import BenchmarkSpec, is_spec_file, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, results_document
-from pytest_mllm.sample import Sample
+from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
+from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.scoring.gates import Verdict
 
 
@@ -49,7 +49,10 @@ class MllmHooks:
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BenchmarkFile | None:
         resolved = file_path.resolve()
         if resolved in self.spec_paths:  # from --mllm-bench: test ids start with the benchmark's name
-            spec = self.evaluation.spec(resolved)
+            try:
+                spec = self.evaluation.spec(resolved)
+            except SpecError:  # read again when the file collects: reported there in one clean line
+                return BenchmarkFile.from_parent(parent, path=file_path)
             return BenchmarkFile.from_parent(parent, path=file_path, nodeid=spec.name, spec=spec)
         if parent.session.isinitpath(file_path) and is_spec_file(file_path):
             return BenchmarkFile.from_parent(parent, path=file_path)  # its spec is read when it collects
@@ -123,6 +126,49 @@ class MllmHooks:
             return "error", "E", ("ERROR", {"red": True})
         return None
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist: a worker died while running `crashitem`; its sample is scored as an error."""
+        found = self._sample_of(crashitem)
+        if found is None:
+            return
+        sample, spec, order = found
+        record = self.evaluation.crashed(sample, spec, str(report.longrepr))
+        record["order"] = order
+        report.mllm_records = records.dumps([record])
+        report.mllm_spec = str(spec.path)
+
+    def _sample_of(self, nodeid: str) -> tuple[Sample | BadSample, BenchmarkSpec, int] | None:
+        """The sample and spec a test id names (a controller under xdist has no items to look in)."""
+        file_part, _, sample_id = nodeid.partition("::")
+        if not sample_id:
+            return None
+        spec = None
+        for path in self.spec_paths:
+            try:
+                candidate = self.evaluation.spec(path)
+            except SpecError:
+                continue
+            if candidate.name == file_part:
+                spec = candidate
+        if spec is None:
+            path = (self.config.rootpath / file_part).resolve()
+            if not is_spec_file(path):
+                return None
+            try:
+                spec = self.evaluation.spec(path)
+            except SpecError:
+                return None
+        task = sample_id.split("::")[0] if "::" in sample_id else spec.name
+        try:
+            known = {s.id: (order, s) for order, s in enumerate(self.evaluation.samples_for(spec))}
+        except Exception:  # noqa: BLE001 - the crash report is still made, with less detail
+            known = {}
+        order, found = known.get(sample_id, (len(known), None))
+        if isinstance(found, Sample):
+            return found, spec, order
+        return BadSample(sample_id, spec.name, found.task if found is not None else task, ""), spec, order
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return
@@ -150,7 +196,8 @@ class MllmHooks:
         current = {name: r.metrics for name, r in self.results.items()}
         self.verdicts = self.options.gates.verdicts(
             current, {name: [*r.spec.task_order, *r.spec.groups] for name, r in self.results.items()},
-            {name: r.spec.headline for name, r in self.results.items()})
+            {name: r.spec.headline for name, r in self.results.items()},
+            paired=baseline_pairing(self.options.gates, self.results))
         if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         document = results_document(self.results, self.verdicts, self._settings())
@@ -162,6 +209,15 @@ class MllmHooks:
                 "strict": self.strict, "few_deselected": self.few_deselected,
                 "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None}
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The session's last line names each failed gate (after pytest's "N passed, …" line)."""
+        failed = [v for v in self.verdicts if v.verdict == "fail"]
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if self.is_worker or not failed or reporter is None:
+            return
+        reporter.write_line("; ".join(f"gate failed: {v.line()}" for v in failed), red=True, bold=True)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
@@ -170,6 +226,11 @@ class MllmHooks:
         if self.results or self.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
             write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)
+        from pytest_mllm.engine.evaluator import load_failure_line
+
+        failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
+        if failed_load:  # once, with the count, instead of the same message under every sample
+            terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)
 
 
 def _records_of(report: pytest.TestReport) -> list[Record]:

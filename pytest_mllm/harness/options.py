@@ -9,16 +9,20 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mllm.engine.endpoint import Endpoint
+from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
 from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
-from pytest_mllm.report.outputs import Outputs
-from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, parse_gate, parse_max_drop
+from pytest_mllm.report.outputs import OutputError, Outputs
+from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
+
+if TYPE_CHECKING:
+    from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
 
@@ -26,10 +30,15 @@ _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
 def add_options(parser: pytest.Parser) -> None:
     """Declare pytest-mllm's command-line and ini options."""
     group = parser.getgroup("mllm", "multimodal-LLM benchmarks (pytest-mllm)")
-    group.addoption("--mllm", metavar="MODEL", help="model under test: an alias (llava-1.5-7b), hf:<repo or folder>, "
-                    "tiny-llava, baseline:random|yes|no, replay:<path>, or a registered name")
-    group.addoption("--mllm-bench", action="append", metavar="NAME", help="benchmark to run: a bundled name "
-                    "(shapes, mme, pope, mmbench) or a spec file; repeat or comma-separate for several")
+    from pytest_mllm.engine.spec import bundled_specs
+    from pytest_mllm.models.registry import ALIASES, BUILTIN_FORMS
+
+    group.addoption("--mllm", metavar="MODEL", help="model under test: an alias (" + ", ".join(sorted(ALIASES))
+                    + "), " + ", ".join(BUILTIN_FORMS) + ", shapes-llava, or a name registered under the "
+                    "pytest_mllm.models entry point")
+    group.addoption("--mllm-bench", action="append", metavar="NAME", help="benchmark to run: a bundled name ("
+                    + ", ".join(sorted(bundled_specs())) + ") or a spec file (.yaml); repeat or comma-separate "
+                    "for several")
     group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
                     help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
@@ -38,12 +47,18 @@ def add_options(parser: pytest.Parser) -> None:
                     help="also write yes/no answers in MME's official results format (one file per subtask)")
     group.addoption("--mllm-gate", action="append", metavar="EXPR",
                     help="score gate such as 'mme.perception>=1400'; a failing gate fails the session")
+    group.addoption("--mllm-gate-skip-missing", action="store_true", default=None,
+                    help="a gate whose benchmark or task did not run is 'not run' instead of failed "
+                         "(ini: mllm_gate_skip_missing = true)")
     group.addoption("--mllm-baseline", metavar="PATH", help="earlier --mllm-json results for regression gates")
     group.addoption("--mllm-max-drop", action="append", metavar="[METRIC=]DROP",
-                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'")
+                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'; "
+                         "'mme.perception=significant' fails only on a significant drop (0.05), "
+                         "'mme.perception=20@0.05' only when the drop exceeds 20 with 95%% confidence")
     group.addoption("--mllm-strict", action="store_true", help="incorrect answers fail (for must-pass suites)")
     group.addoption("--mllm-max-image-pixels", type=int, default=89_478_485, metavar="N",
-                    help="refuse images with more pixels than this (default: Pillow's limit)")
+                    help="refuse images with more pixels than this (default: Pillow's limit; a larger value lifts "
+                         "Pillow's own limit as well)")
     group.addoption("--mllm-show-incorrect", type=int, default=10, metavar="N",
                     help="wrong answers listed in the summary (all with -v)")
     group.addoption("--mllm-batch-size", type=int, default=8, metavar="N",
@@ -61,8 +76,9 @@ def add_options(parser: pytest.Parser) -> None:
                     help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
     group.addoption("--mllm-base-url", metavar="URL",
                     help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
-    group.addoption("--mllm-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-                    help="environment variable holding the API key (the key itself never goes on the command line)")
+    group.addoption("--mllm-api-key-env", metavar="NAME",
+                    help="environment variable holding the API key, which must then be set (default: $OPENAI_API_KEY; "
+                         "the key itself never goes on the command line)")
     group.addoption("--mllm-concurrency", type=int, default=8, metavar="N", help="requests in flight to an endpoint")
     group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
@@ -71,14 +87,18 @@ def add_options(parser: pytest.Parser) -> None:
                     help="judge LLM for open-ended answers (CEE: five prompts, majority vote), e.g. openai:gpt-4o-mini; "
                          "without it open answers are scored by word matching")
     group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
-    group.addoption("--mllm-judge-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-                    help="environment variable holding the judge's API key")
+    group.addoption("--mllm-judge-api-key-env", metavar="NAME",
+                    help="environment variable holding the judge's API key, which must then be set "
+                         "(default: $OPENAI_API_KEY)")
     group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
                     help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
     group.addoption("--mllm-judge-max-tokens", type=int, default=512, metavar="N",
                     help="longest judge reply (analysis plus verdict)")
     group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
                     help="judge sampling temperature (the paper's code used 0.5)")
+    group.addoption("--mllm-judge-prompts", metavar="FILE",
+                    help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
+                         "replacing the built-in ones; see the README")
     group.addoption("--mllm-prompts", metavar="FILE",
                     help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
                          "the report compares them with the benchmark's own prompts")
@@ -90,8 +110,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-optimizer", metavar="MODEL", help="the optimizer LLM, openai:<model> on an "
                     "OpenAI-compatible endpoint")
     group.addoption("--mllm-optimizer-base-url", metavar="URL", help="the optimizer's endpoint (else $OPENAI_BASE_URL)")
-    group.addoption("--mllm-optimizer-api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-                    help="environment variable holding the optimizer's API key")
+    group.addoption("--mllm-optimizer-api-key-env", metavar="NAME",
+                    help="environment variable holding the optimizer's API key, which must then be set "
+                         "(default: $OPENAI_API_KEY)")
     group.addoption("--mllm-optimizer-max-tokens", type=int, default=256, metavar="N",
                     help="longest optimizer reply (a prompt or an introspection)")
     for flag, kind, default, text in (
@@ -100,7 +121,8 @@ def add_options(parser: pytest.Parser) -> None:
         ("temperature", float, 1.0, "optimizer sampling temperature"),
         ("alpha", float, 0.8, "weight of accuracy in a prompt's score during the search (α)"),
         ("alpha-final", float, 0.6, "weight of accuracy in the final re-rank (α*)"),
-        ("few", int, 8, "examples per task in D_few"),
+        ("few", int, 0, "D_few size per task; 0: the paper's (the whole validation split; half of dev+val when a "
+                        "task has no test samples; else 20 drawn, at most half the task)"),
         ("seed", int, 0, "seed of the D_few split"),
     ):
         group.addoption(f"--mllm-tp-{flag}", type=kind, default=default, metavar="X",
@@ -109,8 +131,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="TP-Eval: edit the task's instruction (prompt), or an added phrase before a question that is "
                          "the whole prompt (prefix); auto decides per task")
     group.addoption("--mllm-tp-split", choices=("auto", "validation", "seeded"), default="auto",
-                    help="TP-Eval: D_few from the benchmark's validation split, or a seeded draw (auto: validation "
-                         "when the task has one)")
+                    help="TP-Eval: D_few from the benchmark's validation split (half of dev+val when a task has no "
+                         "test samples, as MMMU in the paper), or a seeded draw (auto: validation when the task has one)")
     group.addoption("--mllm-tp-zero-shot", action="store_true",
                     help="TP-Eval: write prompts for tasks not yet in the --mllm-optimize file from the tasks already "
                          "in it (in-context examples, no scoring)")
@@ -126,6 +148,8 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
     parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
     parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+    parser.addini("mllm_gate_skip_missing", type="bool", default=False,
+                  help="a gate whose benchmark or task did not run is 'not run' instead of failed")
 
 
 @dataclass(frozen=True)
@@ -143,17 +167,22 @@ class Options:
     def from_config(cls, config: pytest.Config) -> Options:
         """Read and check every option; a problem is a UsageError before anything runs."""
         opt = config.getoption
-        if opt("mllm_batch_size") < 1:
-            raise pytest.UsageError(f"--mllm-batch-size must be at least 1, got {opt('mllm_batch_size')}")
+        _check_ranges(config)
         try:
             benchmarks = [find_spec(name.strip()) for value in opt("mllm_bench") or []
                           for name in value.split(",") if name.strip()]
             gates = _gates(config)
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        data = _data_roots(opt("mllm_data") or [])
+        in_run = _benchmarks_in_run(config, benchmarks)
+        _check_data(data, in_run)
+        if in_run is not None and not gates.skip_missing:
+            _check_gate_benchmarks(gates, in_run)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
+        _check_cache_dir(config, Path(cache_dir).expanduser())
         evaluation = EvaluationSettings(
-            model=opt("mllm") or "", data=_data_roots(opt("mllm_data") or []),
+            model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
@@ -165,6 +194,11 @@ class Options:
             worker=hasattr(config, "workerinput"))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
+        if not hasattr(config, "workerinput"):  # the controller writes them
+            try:
+                outputs.check()
+            except OutputError as exc:
+                raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
                    strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"))
 
@@ -178,7 +212,110 @@ def _gates(config: pytest.Config) -> GateSettings:
         raise pytest.UsageError("--mllm-max-drop needs a baseline: pass --mllm-baseline=PATH (a --mllm-json file)")
     if baseline and not drops:
         drops = [parse_max_drop("0")]
-    return GateSettings(gates=gates, max_drops=drops, baseline=_path(baseline))
+    if baseline:
+        try:
+            load_baseline(Path(baseline).expanduser())
+        except GateSyntaxError as exc:
+            raise pytest.UsageError(f"--mllm-baseline: {exc}") from None
+    skip = opt("mllm_gate_skip_missing")
+    return GateSettings(gates=gates, max_drops=drops, baseline=_path(baseline),
+                        skip_missing=bool(config.getini("mllm_gate_skip_missing") if skip is None else skip))
+
+
+_RANGES = (  # option, lowest value, what it is
+    ("mllm_batch_size", 1, "at least 1"), ("mllm_max_image_pixels", 1, "a number of pixels, at least 1"),
+    ("mllm_show_incorrect", 0, "0 or more"), ("mllm_vrp_examples", 1, "at least 1"),
+    ("mllm_judge_max_tokens", 1, "at least 1"), ("mllm_optimizer_max_tokens", 1, "at least 1"),
+    ("mllm_gpus_per_worker", 1, "at least 1"), ("mllm_judge_temperature", 0, "0 or more"),
+)
+
+
+def _check_ranges(config: pytest.Config) -> None:
+    for name, lowest, wanted in _RANGES:
+        value = config.getoption(name)
+        if value is not None and value < lowest:
+            raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {value}")
+
+
+def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[str, Path] | None:
+    """{name: spec path} of the run's benchmarks when --mllm-bench names them all up front (no other
+    test paths on the command line), else None. A spec that cannot be read is left to collection."""
+    if not benchmarks:
+        return None
+    from pytest_mllm.engine.spec import is_spec_file, load_spec
+
+    paths = list(benchmarks)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        for arg in config.args:
+            path = Path(arg.split("::")[0])
+            path = path if path.is_absolute() else config.invocation_params.dir / path
+            if not (path.is_file() and is_spec_file(path)):
+                return None  # test files or folders: @pytest.mark.mllm_bench may run any benchmark
+            paths.append(path.resolve())
+    names: dict[str, Path] = {}
+    for path in paths:
+        try:
+            names[load_spec(path).name] = path
+        except SpecError:
+            names[path.stem] = path
+    return names
+
+
+def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
+    """--mllm-data names a benchmark of the run and an existing folder; $MLLM_DATA_<NAME> too."""
+    from pytest_mllm.engine.spec import GENERATED_LOADERS, load_spec
+
+    for name, raw in data.items():
+        option = f"--mllm-data={name + '=' if name else ''}{raw}"
+        if name and in_run is not None and name not in in_run:
+            raise pytest.UsageError(f"{option}: no benchmark {name!r} in this run (benchmarks: "
+                                    f"{', '.join(sorted(in_run))}); use one of those names or --mllm-bench={name}")
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise pytest.UsageError(f"{option}: {path} does not exist; give the benchmark's data folder")
+        if not path.is_dir():
+            raise pytest.UsageError(f"{option}: {path} is a file; give the folder that holds the benchmark's "
+                                    "data (the spec's data.file names the file inside it)")
+    for name, spec_path in (in_run or {}).items():
+        try:
+            spec = load_spec(spec_path)
+        except SpecError:
+            continue
+        raw = os.environ.get(spec.env_var)
+        if spec.loader in GENERATED_LOADERS or not raw or name in data or "" in data:
+            continue
+        path = Path(raw).expanduser()
+        if not path.is_dir():
+            what = "does not exist" if not path.exists() else "is a file, not a folder"
+            raise pytest.UsageError(f"${spec.env_var}={raw}: {path} {what}; point it at the data folder of "
+                                    f"benchmark {name!r} or unset it")
+
+
+def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None:
+    """A gate on a benchmark that no spec of the run has can only be misspelled or forgotten."""
+    for gate in [*gates.gates, *gates.max_drops]:
+        if gate.benchmark != "*" and gate.benchmark not in in_run:
+            raise pytest.UsageError(
+                f"gate {gate.text!r} names benchmark {gate.benchmark!r}, which is not in this run (benchmarks: "
+                f"{', '.join(sorted(in_run))}): fix the name, add --mllm-bench={gate.benchmark}, or pass "
+                "--mllm-gate-skip-missing to let it be 'not run'")
+
+
+def _check_cache_dir(config: pytest.Config, folder: Path) -> None:
+    """The response cache's folder exists or can be created (when the cache will be used)."""
+    opt = config.getoption
+    instant = (opt("mllm") or "").startswith(("baseline:", "replay:"))
+    if opt("mllm_cache") == "off" or (instant and not opt("mllm_judge") and not opt("mllm_optimize")):
+        return
+    source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
+        "mllm_cache_dir") else "the default cache folder"
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        what = "is a file" if existing == folder else f"cannot be created ({existing} is a file or not writable)"
+        raise pytest.UsageError(f"{source}: the cache folder {folder} {what}; pass --mllm-cache-dir=DIR (a "
+                                "writable folder) or --mllm-cache=off")
 
 
 def _data_roots(values: list[str]) -> dict[str, str]:
@@ -200,7 +337,11 @@ def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoi
         if not ok:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {opt(name)}")
     try:
-        return Endpoint(base_url=opt(url_option), api_key=os.environ.get(opt(key_option)),
+        api_key = api_key_for(opt(key_option), opt(url_option))
+    except ApiKeyError as exc:
+        raise pytest.UsageError(f"--{key_option.replace('_', '-')}={exc.variable}: {exc}") from None
+    try:
+        return Endpoint(base_url=opt(url_option), api_key=api_key,
                         timeout_s=opt("mllm_timeout"), max_retries=opt("mllm_max_retries"),
                         concurrency=opt("mllm_concurrency"))
     except ValueError as exc:
@@ -210,11 +351,25 @@ def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoi
 def _judge(config: pytest.Config) -> JudgeSettings | None:
     opt = config.getoption
     if not opt("mllm_judge"):
+        if opt("mllm_judge_prompts"):
+            raise pytest.UsageError("--mllm-judge-prompts needs a judge: pass --mllm-judge=openai:MODEL too")
         return None
     return JudgeSettings(model=opt("mllm_judge"), endpoint=_endpoint(config, "mllm_judge_base_url",
                                                                      "mllm_judge_api_key_env"),
                          mode=opt("mllm_judge_mode"), temperature=opt("mllm_judge_temperature"),
-                         max_tokens=opt("mllm_judge_max_tokens"))
+                         max_tokens=opt("mllm_judge_max_tokens"), prompts=_judge_prompts(opt("mllm_judge_prompts")))
+
+
+def _judge_prompts(path: str | None) -> tuple[Prompt, ...] | None:
+    """The prompts of --mllm-judge-prompts=FILE, checked before anything runs (None: the built-in five)."""
+    if not path:
+        return None
+    from pytest_mllm.judge.prompts import PromptsFileError, load_prompts
+
+    try:
+        return load_prompts(Path(path).expanduser())
+    except PromptsFileError as exc:
+        raise pytest.UsageError(f"--mllm-judge-prompts: {exc}") from None
 
 
 def _optimization(config: pytest.Config) -> OptimizationSettings | None:

@@ -4,6 +4,7 @@ the samples of `@pytest.mark.mllm_bench` tests."""
 from __future__ import annotations
 
 import importlib.util
+import sqlite3
 
 import pytest
 
@@ -28,6 +29,13 @@ def start_run(config: pytest.Config) -> None:
 
         if not recognizes(model):
             raise pytest.UsageError(f"unknown model {model!r} in --mllm; known models: {', '.join(known_names())}")
+    if model.startswith("replay:"):  # an unreadable recording is one usage error, not one error per sample
+        from pytest_mllm.models.replay import ReplayFileError, check_recording
+
+        try:
+            check_recording(model.partition(":")[2])
+        except ReplayFileError as exc:
+            raise pytest.UsageError(f"--mllm={model}: {exc}") from None
     bind_workers_to_gpus(config)
     from pytest_mllm.tpeval.prompts_file import PromptsFileError
 
@@ -36,6 +44,9 @@ def start_run(config: pytest.Config) -> None:
             spec=model, config=config))
     except PromptsFileError as exc:
         raise pytest.UsageError(str(exc)) from None
+    except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
+        raise pytest.UsageError(f"the response cache {options.evaluation.cache_path} cannot be opened ({exc}); "
+                                "pass --mllm-cache-dir=DIR (a writable folder) or --mllm-cache=off") from None
     hooks = MllmHooks(config, options, evaluation)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")

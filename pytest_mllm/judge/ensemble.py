@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
-from pytest_mllm.judge.prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Message, Rule, references_of, render_messages
+from pytest_mllm.judge.prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Message, Prompt, Rule, references_of, render_messages
 from pytest_mllm.judge.verdicts import MODES, Mode, read_verdict
 
 QUORUM = len(PROMPTS) // 2 + 1
@@ -82,21 +82,21 @@ def _split(ones: int, zeros: int, abstain: int) -> str:
     return f"{ones}-{zeros}" + (f"+{abstain} abstain" if abstain else "")
 
 
-def _vote(prompt_id: str, reply: str | Exception, mode: Mode) -> Vote:
-    prompt = PROMPTS_BY_ID[prompt_id]
+def _vote(prompt: Prompt, reply: str | Exception, mode: Mode) -> Vote:
     if isinstance(reply, Exception):
         return Vote(prompt.id, prompt.rule, prompt.key, None, "", f"{type(reply).__name__}: {reply}")
     verdict, problem = read_verdict(reply, prompt.key, mode)
     return Vote(prompt.id, prompt.rule, prompt.key, verdict, reply, problem)
 
 
-def decide(texts: Sequence[str | Exception], *, mode: Mode = "strict") -> JudgeOutcome:
-    """The outcome from the five replies (or call errors), given in `PROMPTS` order."""
+def decide(texts: Sequence[str | Exception], *, mode: Mode = "strict",
+           prompts: Sequence[Prompt] = PROMPTS) -> JudgeOutcome:
+    """The outcome from the five replies (or call errors), given in the order of `prompts`."""
     if mode not in MODES:
         raise ValueError(f"judge mode {mode!r} is not one of {', '.join(MODES)}")
-    if len(texts) != len(PROMPTS):
-        raise ValueError(f"decide() needs {len(PROMPTS)} replies, one per prompt; got {len(texts)}")
-    votes = tuple(_vote(p.id, t, mode) for p, t in zip(PROMPTS, texts))
+    if len(texts) != len(prompts):
+        raise ValueError(f"decide() needs {len(prompts)} replies, one per prompt; got {len(texts)}")
+    votes = tuple(_vote(p, t, mode) for p, t in zip(prompts, texts))
     verdicts = [v.verdict for v in votes]
     ones, zeros = verdicts.count(1), verdicts.count(0)
     split = _split(ones, zeros, len(votes) - ones - zeros)
@@ -110,23 +110,27 @@ def decide(texts: Sequence[str | Exception], *, mode: Mode = "strict") -> JudgeO
             return JudgeOutcome("judge-error", None, split, votes,
                                 f"most prompts gave no readable verdict ({split}; paper plurality)")
         return JudgeOutcome("judged", winner == 1, split, votes)
-    if max(ones, zeros) >= QUORUM:
+    quorum = len(prompts) // 2 + 1
+    if max(ones, zeros) >= quorum:
         return JudgeOutcome("judged", ones > zeros, split, votes)
     if ones == zeros == 0:
         return JudgeOutcome("judge-error", None, split, votes, "no prompt gave a readable verdict")
     return JudgeOutcome("judge-error", None, split, votes,
-                        f"no majority: {split}; a verdict needs {QUORUM} agreeing votes of {len(PROMPTS)}")
+                        f"no majority: {split}; a verdict needs {quorum} agreeing votes of {len(prompts)}")
 
 
-def cache_key(judge_model: str, prompt_id: str, item: JudgeItem, settings: Mapping[str, Any] | None = None) -> str:
+def cache_key(judge_model: str, prompt: Prompt | str, item: JudgeItem, settings: Mapping[str, Any] | None = None) -> str:
     """The key a judge reply is cached under: sha256 of JSON of everything that shapes the reply.
 
-    That is the judge model, the prompt's full wording (so rewording a prompt starts afresh),
-    the item, and the call settings (temperature, max_tokens).
+    That is the judge model, the prompt's full wording (id, rule, key, system and user text: a
+    reworded or file-supplied prompt starts afresh), the item, and the call settings
+    (temperature, max_tokens). `prompt` is a `Prompt` or the id of a built-in one.
     """
-    prompt = PROMPTS_BY_ID.get(prompt_id)
-    if prompt is None:
-        raise ValueError(f"unknown judge prompt {prompt_id!r}; known: {', '.join(PROMPTS_BY_ID)}")
+    if isinstance(prompt, str):
+        found = PROMPTS_BY_ID.get(prompt)
+        if found is None:
+            raise ValueError(f"unknown judge prompt {prompt!r}; known: {', '.join(PROMPTS_BY_ID)}")
+        prompt = found
     payload = {
         "judge_model": judge_model,
         "prompt": asdict(prompt),
@@ -141,16 +145,21 @@ class Judge:
 
     `temperature` defaults to 0.0 for repeatable, cacheable verdicts; the authors' script
     used 0.5. `mode` picks verdict reading and decision rule (see the module docstring).
-    With a `cache`, replies already stored are not asked again and new replies are stored
-    (failed calls never are).
+    `prompts` are the five CEE prompts (the built-in `PROMPTS`, or a prompts file's). With a
+    `cache`, replies already stored are not asked again and new replies are stored (failed
+    calls never are); every key covers the prompt's wording.
     """
 
     def __init__(self, client: ChatManyClient, model: str, *, temperature: float = 0.0, mode: Mode = "strict",
-                 max_tokens: int = 512, cache: ReplyCache | None = None) -> None:
+                 max_tokens: int = 512, cache: ReplyCache | None = None,
+                 prompts: Sequence[Prompt] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"judge mode {mode!r} is not one of {', '.join(MODES)}")
         if temperature < 0 or max_tokens < 1:
             raise ValueError("the judge needs temperature >= 0 and max_tokens >= 1")
+        self.prompts: tuple[Prompt, ...] = tuple(prompts) if prompts is not None else PROMPTS
+        if len(self.prompts) != len(PROMPTS) or len({p.id for p in self.prompts}) != len(self.prompts):
+            raise ValueError(f"the judge needs {len(PROMPTS)} prompts with distinct ids")
         self.client = client
         self.model = model
         self.temperature = temperature
@@ -166,14 +175,15 @@ class Judge:
     def judge_many(self, items: Sequence[JudgeItem]) -> list[JudgeOutcome]:
         """One outcome per item, in order; every uncached prompt of every item goes in one `chat_many` call.
 
-        Conversations are sent item by item, each item's five prompts in `PROMPTS` order. An
-        item without a non-empty reference is a data error: ValueError, before any call.
+        Conversations are sent item by item, each item's five prompts in order. An item
+        without a non-empty reference is a data error: ValueError, before any call.
         """
-        conversations = [render_messages(p, item) for item in items for p in PROMPTS]
+        prompts = self.prompts
+        conversations = [render_messages(p, item) for item in items for p in prompts]
         replies: list[str | Exception | None] = [None] * len(conversations)
         keys: list[str] = []
         if self.cache is not None:
-            keys = [cache_key(self.model, p.id, item, self.settings) for item in items for p in PROMPTS]
+            keys = [cache_key(self.model, p, item, self.settings) for item in items for p in prompts]
             hits = self.cache.get_many(keys)
             replies = [hits.get(k) for k in keys]
         todo = [i for i, reply in enumerate(replies) if reply is None]
@@ -184,8 +194,8 @@ class Judge:
             self.cache.put_many(fresh, self.model)
         filled = [r for r in replies if r is not None]
         assert len(filled) == len(replies), "every prompt has a reply or an error"
-        n = len(PROMPTS)
-        return [decide(filled[k * n:(k + 1) * n], mode=self.mode) for k in range(len(items))]
+        n = len(prompts)
+        return [decide(filled[k * n:(k + 1) * n], mode=self.mode, prompts=prompts) for k in range(len(items))]
 
     def _ask(self, conversations: list[list[Message]]) -> list[str | Exception]:
         """Reply texts, or the exception each failed call ended with; a client that raises fails them all."""

@@ -54,7 +54,16 @@ def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
 
     A spec with a `subset` file keeps only the samples it lists, in the benchmark's order.
     """
-    samples = _loader(spec.loader)(spec, root)
+    try:
+        samples = _loader(spec.loader)(spec, root)
+    except UnicodeDecodeError as exc:
+        where = root / spec.data_file if root is not None and spec.data_file else root or spec.path
+        raise SpecError(f"benchmark {spec.name!r}: a data file under {where} is not UTF-8 text "
+                        f"(byte {exc.start}: {exc.reason}); save it as UTF-8") from None
+    if not samples:
+        where = root / spec.data_file if root is not None and spec.data_file else root or spec.path
+        raise SpecError(f"benchmark {spec.name!r}: no samples in {where}; check the spec's data.file and "
+                        "the data root (--mllm-data)")
     dupes = [sid for sid, n in Counter(s.id for s in samples).items() if n > 1]
     if dupes:
         where = root if root is not None else spec.path

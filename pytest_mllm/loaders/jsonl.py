@@ -21,11 +21,18 @@ _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type",
 
 def _entries(path: Path) -> list[tuple[int, Any]]:
     """(line or position, parsed entry) pairs; unparseable lines come back as exceptions."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save the samples file "
+                        "as UTF-8") from None
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SpecError(f"{path}: not valid YAML: {exc}") from None
         data = data.get("samples") if isinstance(data, dict) else data
         if not isinstance(data, list):
             raise SpecError(f"{path}: expected a list of samples (or a 'samples:' list)")

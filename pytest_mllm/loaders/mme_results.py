@@ -28,7 +28,9 @@ def read_mme_results(folder: Path) -> list[ResultLine]:
     if not files:
         raise ValueError(f"no MME results files (<subtask>.txt) in {folder}")
     for path in files:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        # Lines end at "\n" (and "\r", "\r\n": universal newlines) only, as the official script's
+        # readlines() reads them: not at U+2028, a form feed or the other breaks str.splitlines() knows.
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
             if not line.strip():
                 continue
             parts = line.split("\t")

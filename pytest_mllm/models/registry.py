@@ -90,7 +90,7 @@ def model_identity(spec: str, base_url: str | None = None) -> str | None:
 def make_model(spec: str, hf_options: dict[str, Any], endpoint: Endpoint | None = None) -> Model:
     """Build the model named by `spec` (conftest hooks are asked before this, by the plugin).
 
-    `endpoint` is where an `openai:<model>` is served (None: `Endpoint()`, from the environment).
+    `endpoint` is where an `openai:<model>` is served (None: `Endpoint.from_environment()`).
     """
     kind, _, arg = spec.partition(":")
     if kind == "baseline":
@@ -114,7 +114,7 @@ def make_model(spec: str, hf_options: dict[str, Any], endpoint: Endpoint | None 
         from pytest_mllm.engine.endpoint import Endpoint
         from pytest_mllm.models.openai import OpenAIModel
 
-        return OpenAIModel(arg, endpoint or Endpoint())
+        return OpenAIModel(arg, endpoint or Endpoint.from_environment())
     if spec == "tiny-llava":
         from pytest_mllm.models.hf import HFModel
         from pytest_mllm.models.tiny import ensure_tiny_llava

@@ -1,26 +1,43 @@
-"""A model that answers from recorded predictions, to score another tool's outputs.
+"""A model that answers from recorded predictions, to score another tool's outputs (or our own).
 
-Accepted recordings: JSON Lines with one {"id": ..., "response": text} per line, the id
-being the sample id of the test id (with or without the benchmark prefix) or the id the
-benchmark file gives the sample (its `id` field or TSV `index`); "prediction" or "text"
-are accepted for the response, or a folder in MME's official results format,
-matched by (subtask, image, question).
+Accepted recordings:
+
+- a `--mllm-json` results file of pytest-mllm (`{"records": [...]}`): each record's `response`,
+  matched by benchmark and sample id (records that errored carry no answer);
+- JSON Lines with one {"id": ..., "response": text} per line, the id being the sample id of the
+  test id (with or without the benchmark prefix) or the id the benchmark file gives the sample
+  (its `id` field or TSV `index`); "prediction" or "text" are accepted for the response;
+- a folder in MME's official results format, matched by (subtask, image, question).
+
+A file that is none of these is a `ReplayFileError` (one message naming the formats); a sample
+the recording has no answer for errors alone, with one line naming it and the file.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from pytest_mllm.loaders.mme_results import read_mme_results
 from pytest_mllm.sample import Request, Response, Sample
 
 _RESPONSE_KEYS = ("response", "prediction", "text")
+FORMATS = ("a --mllm-json results file ({\"records\": [...]})",
+           "JSON Lines with an \"id\" and a \"response\" (or \"prediction\", \"text\") per line",
+           "a folder in MME's official results format")
 
 
 class MissingPrediction(LookupError):
     """The recording has no answer for a sample."""
+
+
+class ReplayFileError(ValueError):
+    """The recording cannot be read as any format replay knows; the message names them."""
+
+
+def _formats_hint() -> str:
+    return "replay reads " + "; ".join(FORMATS)
 
 
 class ReplayModel:
@@ -37,26 +54,61 @@ class ReplayModel:
             for line in read_mme_results(path):
                 self._by_question[(line.task, line.image, line.question)] = line.response
         elif path.is_file():
-            self._read_jsonl(path)
+            self._read_file(path)
         else:
-            raise FileNotFoundError(f"replay recording not found: {path}")
+            raise ReplayFileError(f"replay recording not found: {path} ({_formats_hint()})")
 
-    def _read_jsonl(self, path: Path) -> None:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    def _read_file(self, path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ReplayFileError(f"replay recording {path} cannot be read: {exc}") from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError:
+            document = None  # not one JSON document: JSON Lines, or nothing we read
+        if isinstance(document, dict) and "records" in document:
+            self._read_results(path, document["records"])
+        elif document is None or (isinstance(document, dict) and "id" in document):
+            self._read_jsonl(path, text)  # (a JSON Lines file of one line is also one JSON document)
+        else:
+            raise ReplayFileError(f"replay recording {path} is JSON but not a recording: {_formats_hint()}")
+
+    def _read_results(self, path: Path, records: Any) -> None:
+        """A --mllm-json file: answers by "benchmark::id", and by the bare id where only one benchmark has it."""
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ReplayFileError(f"replay recording {path}: \"records\" is not a list of records; {_formats_hint()}")
+        bare: dict[str, str | None] = {}
+        for record in records:
+            if record.get("id") is None or record.get("benchmark") is None:
+                raise ReplayFileError(f"replay recording {path}: a record without \"id\" or \"benchmark\" "
+                                      f"({_formats_hint()})")
+            response = record.get("response")
+            if response is None:  # the sample errored in that run: no answer to replay
+                continue
+            sample_id, response = str(record["id"]), str(response)
+            self._by_id[f"{record['benchmark']}::{sample_id}"] = response
+            bare[sample_id] = response if bare.get(sample_id, response) == response else None
+        for sample_id, response in bare.items():
+            if response is not None:  # ids two benchmarks answered differently are matched with their benchmark only
+                self._by_id.setdefault(sample_id, response)
+
+    def _read_jsonl(self, path: Path, text: str) -> None:
+        for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from None
-            key = next((k for k in _RESPONSE_KEYS if k in entry), None)
-            if "id" not in entry or key is None:
-                raise ValueError(f"{path}:{number}: needs 'id' and 'response' fields")
+                raise ReplayFileError(f"{path}:{number}: not valid JSON ({exc}); {_formats_hint()}") from None
+            key = next((k for k in _RESPONSE_KEYS if k in entry), None) if isinstance(entry, dict) else None
+            if key is None or "id" not in entry:
+                raise ReplayFileError(f"{path}:{number}: needs 'id' and 'response' fields; {_formats_hint()}")
             self._by_id[str(entry["id"])] = str(entry[key])
 
     def answer(self, sample: Sample) -> str:
         """The recorded response for `sample`; MissingPrediction names the sample and file."""
-        for key in (sample.id, f"{sample.benchmark}::{sample.id}", sample.metadata.get("source_id")):
+        for key in (f"{sample.benchmark}::{sample.id}", sample.id, sample.metadata.get("source_id")):
             if key in self._by_id:
                 return self._by_id[key]
         question_key = (sample.task, sample.image_name, sample.question)
@@ -65,4 +117,16 @@ class ReplayModel:
         raise MissingPrediction(f"no recorded answer for sample {sample.benchmark}::{sample.id} in {self.path}")
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        return [Response(self.answer(r.sample)) for r in requests]
+        """One response per request; a sample without a recorded answer errors alone, in one line."""
+        responses = []
+        for request in requests:
+            try:
+                responses.append(Response(self.answer(request.sample)))
+            except MissingPrediction as exc:
+                responses.append(Response("", error=str(exc)))
+        return responses
+
+
+def check_recording(path: str | Path) -> None:
+    """ReplayFileError unless `path` is a recording replay reads (checked once, before any sample runs)."""
+    ReplayModel(Path(path).expanduser())

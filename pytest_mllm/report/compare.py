@@ -93,9 +93,13 @@ def compare(documents: Sequence[Document], labels: Sequence[str], max_drops: Seq
             "metrics": metrics,
             "deltas": {key: [None, *(_delta(values[0], v) for v in values[1:])] for key, values in metrics.items()},
             "scopes": [run.get("scopes") or {} for run in runs],
+            "intervals": [run.get("intervals") or {} for run in runs],
         }
     flips: list[dict[str, Any]] = []
     counts: dict[str, dict[str, int]] = {}
+    pairings = {label: _pairing(base, doc) for label, doc in zip(labels[1:], documents[1:])}
+    for name in names:
+        benchmarks[name]["paired"] = {label: _paired_summary(pairing(name)) for label, pairing in pairings.items()}
     for label, doc in zip(labels[1:], documents[1:]):
         run_flips, compared = _flips(base, doc, label)
         flips += run_flips
@@ -108,8 +112,27 @@ def compare(documents: Sequence[Document], labels: Sequence[str], max_drops: Seq
         "benchmarks": benchmarks,
         "flips": flips,
         "flip_counts": counts,
-        "gates": _regressions(documents, labels, max_drops),
+        "gates": _regressions(documents, labels, max_drops, pairings),
     }
+
+
+def _pairing(base: Document, head: Document) -> Any:
+    """Paired comparisons of `head` against `base` per benchmark, on the samples both ran (built on demand)."""
+    from pytest_mllm.scoring.significance import BaselinePairing
+    from pytest_mllm.scoring.uncertainty import MetricSetup
+
+    current = {}
+    for name, bench in head["benchmarks"].items():
+        records = [r for r in head.get("records") or () if r.get("benchmark") == name]
+        current[name] = (records, MetricSetup.from_document(bench, records))
+    return BaselinePairing(base, current)
+
+
+def _paired_summary(comparison: Any) -> dict[str, Any]:
+    """A comparison's JSON (shared samples, per metric difference, interval and p), or {"note": why none}."""
+    if isinstance(comparison, str):
+        return {"note": comparison}
+    return comparison.summary()
 
 
 def _delta(before: Any, after: Any) -> float | None:
@@ -150,8 +173,9 @@ def _flips(base: Document, head: Document, label: str) -> tuple[list[dict[str, A
     return flips, compared
 
 
-def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: Sequence[Gate]) -> list[dict[str, Any]]:
-    """The regression gate's verdicts for each later run against the first."""
+def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: Sequence[Gate],
+                 pairings: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The regression gate's verdicts for each later run against the first (statistical limits on the paired samples)."""
     if not limits:
         return []
     baseline = {name: dict(b["metrics"]) for name, b in documents[0]["benchmarks"].items()}
@@ -159,7 +183,8 @@ def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: S
     for label, doc in zip(labels[1:], documents[1:]):
         current = {name: dict(b["metrics"]) for name, b in doc["benchmarks"].items()}
         headlines = {name: b.get("headline") or "accuracy" for name, b in doc["benchmarks"].items()}
-        for v in evaluate_regressions(list(limits), current, baseline, headlines):
+        paired = (pairings or {}).get(label) or _pairing(documents[0], doc)
+        for v in evaluate_regressions(list(limits), current, baseline, headlines, paired):
             verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,
                              "verdict": v.verdict, "note": v.note})
     return verdicts
@@ -204,7 +229,8 @@ def _metrics_section(comparison: Mapping[str, Any]) -> Section:
                 continue  # unchanged sample counts of each scope: noise in this table
             rate = is_rate(key, next((v for v in values if v is not None), None), headline)
             cells = [(value, delta, _tone(delta, key)) for value, delta in zip(values, bench["deltas"][key])]
-            rows.append({"key": key, "rate": rate, "cells": cells, "headline": key == headline})
+            pm = [_plus_minus(intervals.get(key), rate).strip() for intervals in bench.get("intervals") or []]
+            rows.append({"key": key, "rate": rate, "cells": cells, "headline": key == headline, "pm": pm})
         blocks.append({"name": name, "headline": headline, "rows": rows,
                        "chart": _compare_chart(comparison["labels"], bench) if charts else None})
     return Section("metrics", "Metrics", render("compare_metrics.html.j2", labels=comparison["labels"],
@@ -261,7 +287,15 @@ def _options(views: Sequence[Mapping[str, Any]], key: str) -> list[tuple[str, st
     return [(value, value, count) for value, count in counts.items()]
 
 
-COMPARE_SECTIONS = (_runs_section, _gates_section, _metrics_section, _flips_section)
+def _paired_section(comparison: Mapping[str, Any]) -> Section | None:
+    """Paired differences on the shared samples: interval and p-value per headline and group metric."""
+    rows = paired_rows(comparison)
+    if not rows:
+        return None
+    return Section("paired", "Paired differences", render("compare_paired.html.j2", rows=rows))
+
+
+COMPARE_SECTIONS = (_runs_section, _gates_section, _metrics_section, _paired_section, _flips_section)
 
 
 def _cards(comparison: Mapping[str, Any]) -> list[Card]:
@@ -328,9 +362,69 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
             if values is None:
                 continue
             rate = is_rate(key, next((v for v in values if v is not None), None), headline)
-            cells = [format_value(v, rate) + (f" ({format_delta(d, rate)})" if d is not None else "")
-                     for v, d in zip(values, deltas or [])]
+            cells = [format_value(v, rate) + _plus_minus(intervals.get(key), rate)
+                     + (f" ({format_delta(d, rate)})" if d is not None else "")
+                     for v, d, intervals in zip(values, deltas or [], bench.get("intervals") or [{}] * len(values))]
             table.add_row(f"{name}.{key}", *cells)
+    return table
+
+
+def _plus_minus(interval: Mapping[str, Any] | None, rate: bool) -> str:
+    """" ±3.1": half the 95 % interval's width, in the value's unit (percentage points for rates)."""
+    if not interval or not interval.get("ci"):
+        return ""
+    low, high = interval["ci"]
+    return f" ±{(high - low) / 2 * (100 if rate else 1):.1f}"
+
+
+def paired_rows(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Headline and group metrics of each later run against the base on their shared samples:
+    difference, 95 % interval, p-value and test; or a note where no paired comparison was possible."""
+    rows = []
+    for name, bench in comparison["benchmarks"].items():
+        headline = bench["headline"]
+        groups = dict.fromkeys(g for scopes in bench["scopes"] for g in scopes.get("groups") or {})
+        for label, paired in (bench.get("paired") or {}).items():
+            if "note" in paired:
+                rows.append({"run": label, "metric": name, "note": paired["note"]})
+                continue
+            shared = f"{paired['shared']} shared"
+            if paired["only_base"] or paired["only_head"]:
+                shared += f"; left out: {len(paired['only_base'])} only in base, {len(paired['only_head'])} only in {label}"
+            for key in dict.fromkeys([headline, *groups, *(k for k in ("accuracy", "accuracy_plus", "score", "f1")
+                                                            if k in paired["metrics"])]):
+                stat = paired["metrics"].get(key)
+                if stat is None:
+                    continue
+                rate = is_rate(key, stat["after"], headline)
+                scale = 100 if rate else 1
+                ci = stat["ci"]
+                rows.append({"run": label, "metric": f"{name}.{key}", "rate": rate,
+                             "diff": format_delta(stat["diff"], rate) + (" pp" if rate else ""),
+                             "ci": "–" if ci is None else f"[{ci[0] * scale:+.2f}, {ci[1] * scale:+.2f}]",
+                             "p": "–" if stat["p"] is None else f"{stat['p']:.3g}", "method": stat["method"],
+                             "significant": stat["p"] is not None and stat["p"] < 0.05,
+                             "tone": _tone(stat["diff"], key) if stat["p"] is not None and stat["p"] < 0.05 else "",
+                             "note": shared})
+    return rows
+
+
+def _paired_table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The paired differences, significant ones coloured."""
+    from rich.table import Table
+
+    table = Table(title="paired differences (shared samples; 95 % interval, two-sided p)", title_justify="left",
+                  show_edge=False)
+    for column in ("run", "metric", "Δ", "95 % CI", "p", "test", "samples"):
+        table.add_column(column, overflow="fold" if column == "samples" else "ellipsis", no_wrap=column != "samples",
+                         justify="right" if column in ("Δ", "95 % CI", "p") else "left")
+    styles = {"good": "green", "bad": "bold red"}
+    for row in rows:
+        if "diff" not in row:
+            table.add_row(row["run"], row["metric"], "–", "–", "–", "–", row["note"])
+            continue
+        table.add_row(row["run"], row["metric"], row["diff"], row["ci"], row["p"], row["method"], row["note"],
+                      style=styles.get(row["tone"]))
     return table
 
 
@@ -358,7 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the comparison as JSON here")
     parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=DROP",
                         help="regression limit, as --mllm-max-drop: 'mme.perception=20', or a bare DROP for "
-                             "every headline metric; may be repeated")
+                             "every headline metric; 'mme.perception=significant[@0.05]' fails only on a "
+                             "significant drop, 'mme.perception=20@0.05' only when the drop exceeds 20 with "
+                             "95%% confidence (paired on the shared samples); may be repeated")
     args = parser.parse_args(argv)
     if len(args.results) < 2:
         parser.error("give two or more results files: the base first, then the runs to compare with it")
@@ -376,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, count in comparison["flip_counts"].items():
         console.print(f"{label}: {count['regressed']} regressed, {count['fixed']} fixed "
                       f"of {count['compared']} samples in both runs", highlight=False)
+    rows = paired_rows(comparison)
+    if rows:
+        console.print(_paired_table(rows))
     if comparison["gates"]:
         console.print(_gates_table(comparison["gates"]))
     if args.json:

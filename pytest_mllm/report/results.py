@@ -6,6 +6,7 @@ import json
 import platform
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from pytest_mllm import __version__
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.gates import Verdict, flatten
+from pytest_mllm.scoring.gates import GateSettings, Verdict, flatten
 from pytest_mllm.scoring.metrics import benchmark_metrics
 
 
@@ -29,6 +30,41 @@ class BenchmarkResult:
     @property
     def duration_s(self) -> float:
         return sum(r.get("duration_s") or 0.0 for r in self.records)
+
+    @property
+    def setup(self) -> Any:
+        """What recomputing these metrics needs (`scoring.uncertainty.MetricSetup`)."""
+        from pytest_mllm.scoring.uncertainty import MetricSetup
+
+        return MetricSetup.from_spec(self.spec)
+
+    @cached_property
+    def intervals(self) -> dict[str, dict[str, Any]]:
+        """{flat key: {value, se, ci, method}}, computed on first use; {} without scipy (see `intervals_note`)."""
+        from pytest_mllm.scoring.uncertainty import intervals, stats_missing
+
+        if stats_missing() or not self.records:
+            return {}
+        return intervals(self.records, self.setup, self.metrics)
+
+    def headline_intervals(self) -> dict[str, dict[str, Any]]:
+        """The intervals of the headline metric of each scope (overall, groups, tasks): what the terminal shows."""
+        from pytest_mllm.scoring.uncertainty import intervals, stats_missing
+
+        if "intervals" in self.__dict__:
+            return self.intervals
+        if stats_missing() or not self.records:
+            return {}
+        headline = self.spec.headline
+        keys = [headline, *(f"{name}.{headline}" for kind in ("groups", "tasks") for name in self.scopes.get(kind, {}))]
+        return intervals(self.records, self.setup, self.metrics, keys=keys)
+
+    @property
+    def intervals_note(self) -> str | None:
+        """Why there are no intervals (scipy missing), or None."""
+        from pytest_mllm.scoring.uncertainty import stats_missing
+
+        return stats_missing()
 
 
 def compute_results(specs: Mapping[str, BenchmarkSpec], records: Iterable[Record]) -> dict[str, BenchmarkResult]:
@@ -60,6 +96,7 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
                 "headline": r.spec.headline,
                 "metrics": r.metrics,
                 "scopes": r.scopes,
+                **_uncertainty(r),
             }
             for name, r in results.items()
         },
@@ -69,6 +106,34 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
         ],
         "records": [record for r in results.values() for record in r.records],
     }
+
+
+def _uncertainty(result: BenchmarkResult) -> dict[str, Any]:
+    """The keys added beside `metrics` and `scopes`: the metric setup (for paired comparisons later),
+    and per flat metric its uncertainty, or the note saying why there is none."""
+    from pytest_mllm.scoring.uncertainty import BOOTSTRAP_SAMPLES, LEVEL, SEED
+
+    spec = result.spec
+    out: dict[str, Any] = {"setup": {"metrics": list(spec.metrics), "groups": {g: list(m) for g, m in spec.groups.items()},
+                                     "task_order": list(spec.task_order)}}
+    note = result.intervals_note
+    if note:
+        out["intervals_note"] = note
+    else:
+        out["intervals"] = result.intervals
+        out["intervals_method"] = {"level": LEVEL, "accuracy": "wilson",
+                                   "other": f"percentile bootstrap over units, stratified by task, {BOOTSTRAP_SAMPLES} "
+                                            f"resamples, seed {SEED}"}
+    return out
+
+
+def baseline_pairing(gates: GateSettings, results: Mapping[str, BenchmarkResult]) -> Any:
+    """The paired comparisons statistical regression limits need, or None when no limit is statistical."""
+    if not gates.baseline or not any(limit.alpha is not None for limit in gates.max_drops):
+        return None
+    from pytest_mllm.scoring.significance import BaselinePairing
+
+    return BaselinePairing.from_path(gates.baseline, {name: (r.records, r.setup) for name, r in results.items()})
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:

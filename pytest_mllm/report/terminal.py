@@ -25,7 +25,13 @@ def _columns(result: BenchmarkResult) -> list[str]:
         cols.append("score")
     if "mean_score" in result.spec.metrics:
         cols.append("mean_score")
+    cols += [c for c in _CIRCULAR if any(c in scope for _, _, scope in _scopes(result))]
+    if result.spec.headline not in cols and any(result.spec.headline in scope for _, _, scope in _scopes(result)):
+        cols.append(result.spec.headline)  # POPE's mean_f1, …
     return cols
+
+
+_CIRCULAR = ("circular_accuracy", "vanilla_accuracy")  # MMBench's CircularEval (scoring/circular.py)
 
 
 def _scopes(result: BenchmarkResult) -> Iterable[tuple[str, str, dict[str, Any]]]:
@@ -47,7 +53,9 @@ def _durations(result: BenchmarkResult) -> dict[str, float]:
 
 
 _HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "mean_score": "mean score %",
-            "precision": "prec %", "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
+            "precision": "prec %", "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %",
+            "circular_accuracy": "circular %", "vanilla_accuracy": "vanilla %", "mean_f1": "mean F1 %",
+            "pooled_f1": "pooled F1 %"}
 
 
 def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], str | None]],
@@ -71,17 +79,42 @@ def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], st
     return table
 
 
+def _uncertainty_column(result: BenchmarkResult) -> dict[str, dict[str, str]]:
+    """"±95%" of the headline per scope: half the width of its 95 % interval (Wilson or bootstrap)."""
+    from pytest_mllm.scoring.uncertainty import half_width
+
+    headline = result.spec.headline
+    found = result.headline_intervals()
+    if not found:
+        return {}
+    column = {}
+    for key in ("overall", *result.scopes["groups"], *result.scopes["tasks"]):
+        interval = found.get(headline if key == "overall" else f"{key}.{headline}")
+        if interval:
+            width = half_width(interval) * (1 if headline == "score" else 100)
+            column[key] = f"±{width:.1f}"
+    return {f"{_HEADERS.get(headline, headline).split()[0]} ±95%": column}
+
+
 def benchmark_tables(result: BenchmarkResult) -> list[Any]:
     """Scores per scope (overall, groups, tasks), and POPE's yes/no metrics where computed."""
     spec = result.spec
-    title = spec.name + (f" ({spec.version})" if spec.version else "") + f" · headline: {spec.headline}"
+    title = spec.name + (f" (v{spec.version.removeprefix('v')})" if spec.version else "") + f" · headline: {spec.headline}"
     rows = [(label, scope, key) for label, key, scope in _scopes(result)]
-    times = {"time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
+    times = {**_uncertainty_column(result), "time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
     tables = [_table(title, _columns(result), rows, times)]
+    if result.records and result.intervals_note:
+        from rich.text import Text
+
+        tables.append(Text(f"{spec.name}: no uncertainty shown; {result.intervals_note}"))
     pope_rows = [(label, scope, None) for label, scope, _ in rows if "precision" in scope]
     if pope_rows:
-        tables.append(_table(f"{spec.name} · yes/no balance", ["precision", "recall", "f1", "yes_ratio"],
+        mean = ["mean_f1"] if any("mean_f1" in scope for _, scope, _ in pope_rows) else []
+        tables.append(_table(f"{spec.name} · yes/no balance", ["precision", "recall", "f1", *mean, "yes_ratio"],
                              pope_rows, {}))
+        if mean:
+            tables.append(f"{spec.name}: F1 of a scope of several tasks pools their answers (pooled_f1); "
+                          "mean F1 is the mean of its tasks' F1, as POPE's papers report it")
     return tables
 
 
@@ -94,11 +127,13 @@ def category_table(result: BenchmarkResult) -> Any | None:
     if not rows:
         return None
     table = Table(title=f"{result.spec.name} by category", title_justify="left", show_edge=False)
-    for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc%", "right")):
+    circular = [c for c in _CIRCULAR if any(c in scope for _, _, scope in rows)]
+    for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc%", "right"),
+                         *((_HEADERS[c].replace(" %", "%"), "right") for c in circular)):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for kind, name, scope in rows:
         table.add_row("l2" if kind == "l2_categories" else "category", name, str(scope.get("count", 0)),
-                      _fmt(scope.get("accuracy")))
+                      _fmt(scope.get("accuracy")), *(_fmt(scope.get(c)) for c in circular))
     return table
 
 

@@ -17,8 +17,9 @@ from typing import Any, Callable, Iterable, Mapping
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
 }
+_NEGATED = {">=": "<", "<=": ">", ">": "<=", "<": ">=", "==": "!="}
 _GATE = re.compile(r"^\s*([A-Za-z][\w\-]*)\.([^\s<>=]+)\s*(>=|<=|==|>|<)\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
-_DROP = re.compile(r"^\s*(?:([A-Za-z][\w\-]*)\.([^\s=]+)\s*=\s*)?(\d+(?:\.\d+)?)\s*$")
+_DROP = re.compile(r"^\s*(?:([A-Za-z][\w\-]*)\.([^\s=]+)\s*=\s*)?(significant|\d+(?:\.\d+)?)\s*(?:@\s*(0?\.\d+))?\s*$")
 
 
 class GateSyntaxError(ValueError):
@@ -35,17 +36,29 @@ class Gate:
     op: str = ">="
     threshold: float = 0.0
     max_drop: float | None = None
+    alpha: float | None = None  # a statistical limit (paired test against the baseline's records)
+    significant: bool = False  # fails when the drop is significant at `alpha`, whatever its size
 
 
 @dataclass
 class Verdict:
-    """A gate's outcome: "pass", "fail", or "not run" (its benchmark did not run)."""
+    """A gate's outcome: "pass", "fail", or "not run" (its benchmark did not run; only with
+    `GateSettings.skip_missing`, else a gate left unevaluated fails)."""
 
     gate: Gate
     value: float | None
     limit: float | None
     verdict: str
     note: str = ""
+
+    def line(self) -> str:
+        """One line for the end of the session: `shapes.accuracy 0.497 < 0.99`, or why it failed."""
+        gate = self.gate
+        if self.value is not None and self.limit is not None:
+            if gate.max_drop is not None:
+                return f"{gate.benchmark}.{gate.key} {self.value:.4g} < {self.limit:.4g} (max drop {gate.max_drop:g})"
+            return f"{gate.benchmark}.{gate.key} {self.value:.4g} {_NEGATED[gate.op]} {self.limit:g}"
+        return f"{gate.text}: {self.note}" if self.note else gate.text
 
 
 def parse_gate(text: str) -> Gate:
@@ -61,15 +74,31 @@ def parse_gate(text: str) -> Gate:
 
 
 def parse_max_drop(text: str) -> Gate:
-    """`mme.perception=20` (that metric may drop by 20) or a bare `0.02` (every headline metric)."""
+    """`mme.perception=20` (that metric may drop by 20) or a bare `0.02` (every headline metric);
+    `…=significant[@ALPHA]` (fails when the drop is significant, α 0.05 by default) and `…=20@0.05`
+    (fails when the drop exceeds 20 with 95 % confidence) test the drop on the paired samples."""
     match = _DROP.match(text)
     if not match:
         raise GateSyntaxError(
-            f"invalid --mllm-max-drop {text!r}: expected BENCHMARK.METRIC=DROP (e.g. 'mme.perception=20') "
+            f"invalid --mllm-max-drop {text!r}: expected BENCHMARK.METRIC=DROP (e.g. 'mme.perception=20'), "
+            "BENCHMARK.METRIC=significant[@ALPHA] or BENCHMARK.METRIC=DROP@ALPHA (e.g. 'mme.perception=20@0.05'), "
             "or a bare DROP for every benchmark's headline metric"
         )
-    bench, key, drop = match.groups()
-    return Gate(text.strip(), bench or "*", key or "*", max_drop=float(drop))
+    bench, key, drop, alpha = match.groups()
+    significant = drop == "significant"
+    if significant and alpha is None:
+        alpha = "0.05"
+    if alpha is not None and not 0 < float(alpha) < 1:
+        raise GateSyntaxError(f"invalid --mllm-max-drop {text!r}: ALPHA must lie between 0 and 1 (e.g. @0.05)")
+    return Gate(text.strip(), bench or "*", key or "*", max_drop=0.0 if significant else float(drop),
+                alpha=None if alpha is None else float(alpha), significant=significant)
+
+
+def limit_text(limit: Gate) -> str:
+    """`drop<=20`, `drop significant@0.05`, `drop<=20@0.05`: a regression limit as verdicts name it."""
+    if limit.significant:
+        return f"drop significant@{limit.alpha:g}"
+    return f"drop<={limit.max_drop:g}" + (f"@{limit.alpha:g}" if limit.alpha is not None else "")
 
 
 def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, float]:
@@ -140,14 +169,21 @@ def evaluate_regressions(
     current: Mapping[str, Mapping[str, float]],
     baseline: Mapping[str, Mapping[str, float]],
     headlines: Mapping[str, str],
+    paired: Callable[[str], Any] | None = None,
 ) -> list[Verdict]:
-    """Each limit: the metric may fall below its baseline value by at most `max_drop`."""
+    """Each limit: the metric may fall below its baseline value by at most `max_drop`.
+
+    A statistical limit (`alpha` set) is decided on the paired samples instead: `paired(bench)`
+    returns that benchmark's `scoring.significance.PairedComparison`, or a string saying why there
+    is none (then the limit fails, saying so).
+    """
     verdicts: list[Verdict] = []
     for limit in limits:
         targets = ([(b, headlines[b]) for b in current] if limit.benchmark == "*"
                    else [(limit.benchmark, limit.key)])
         for bench, key in targets:
-            gate = Gate(f"{bench}.{key} drop<={limit.max_drop:g}", bench, key, max_drop=limit.max_drop)
+            gate = Gate(f"{bench}.{key} {limit_text(limit)}", bench, key, max_drop=limit.max_drop,
+                        alpha=limit.alpha, significant=limit.significant)
             if bench not in current:
                 verdicts.append(Verdict(gate, None, None, "not run", f"benchmark {bench!r} did not run"))
                 continue
@@ -157,10 +193,22 @@ def evaluate_regressions(
                 missing = "baseline" if before is None else "this run"
                 verdicts.append(Verdict(gate, now, None, "fail", f"{bench}.{key} missing in {missing}"))
                 continue
+            if limit.alpha is not None:
+                verdicts.append(_statistical(gate, now, before, paired))
+                continue
             floor = before - (limit.max_drop or 0.0)
             verdicts.append(Verdict(gate, now, floor, "pass" if now >= floor else "fail",
                                     f"baseline {before:.4g}, change {now - before:+.4g}"))
     return verdicts
+
+
+def _statistical(gate: Gate, now: float, before: float, paired: Callable[[str], Any] | None) -> Verdict:
+    """A statistical limit's verdict from the paired comparison with the baseline."""
+    comparison = paired(gate.benchmark) if paired else "no paired comparison was given"
+    if isinstance(comparison, str):
+        return Verdict(gate, now, None, "fail", f"baseline {before:.4g}; cannot test the drop: {comparison}")
+    ok, note = comparison.drop_test(gate.key, gate.max_drop or 0.0, gate.alpha or 0.05, gate.significant)
+    return Verdict(gate, now, None, "pass" if ok else "fail", f"baseline {before:.4g}, {note}")
 
 
 @dataclass(frozen=True)
@@ -170,10 +218,20 @@ class GateSettings:
     gates: list[Gate]
     max_drops: list[Gate]
     baseline: Path | None = None
+    skip_missing: bool = False  # a gate whose benchmark or scope did not run is "not run", not failed
+
+    def benchmarks(self) -> set[str]:
+        """The benchmarks the gates name ("*" excluded)."""
+        return {g.benchmark for g in [*self.gates, *self.max_drops] if g.benchmark != "*"}
 
     def verdicts(self, current: Mapping[str, Mapping[str, float]], scopes: Mapping[str, Iterable[str]],
-                 headlines: Mapping[str, str]) -> list[Verdict]:
-        """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails."""
+                 headlines: Mapping[str, str], paired: Callable[[str], Any] | None = None) -> list[Verdict]:
+        """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails.
+        `paired` decides statistical regression limits (see `evaluate_regressions`).
+
+        A gate left unevaluated (its benchmark did not run, was misspelled, or -k removed its
+        task) fails, saying why, unless `skip_missing` makes that "not run" on purpose.
+        """
         verdicts = [evaluate_gate(gate, current, scopes) for gate in self.gates]
         if self.baseline:
             try:
@@ -181,5 +239,13 @@ class GateSettings:
             except GateSyntaxError as exc:
                 baseline = {}
                 verdicts.append(Verdict(Gate(str(self.baseline), "*", "*"), None, None, "fail", str(exc)))
-            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines)
+            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines, paired)
+        if not self.skip_missing:
+            ran = ", ".join(sorted(current)) or "none"
+            for verdict in verdicts:
+                if verdict.verdict == "not run":
+                    verdict.verdict = "fail"
+                    ran_note = f" (benchmarks that ran: {ran})" if "did not run" in verdict.note else ""
+                    verdict.note = (f"not evaluated: {verdict.note}{ran_note}; "
+                                    "pass --mllm-gate-skip-missing to let such a gate be 'not run'")
         return verdicts

@@ -74,6 +74,7 @@ METRICS: list[Metric] = [
     Metric("accuracy_plus", "pytest_mllm.scoring.mme:scope_accuracy_plus"),
     Metric("pope", "pytest_mllm.scoring.pope:scope_pope"),
     Metric("mme_score", "pytest_mllm.scoring.mme:scope_mme_score", requires=("accuracy_plus",)),
+    Metric("circular", "pytest_mllm.scoring.circular:scope_circular"),
     Metric("vrp", "pytest_mllm.vrp.metrics:vrp_section", section=True),
     Metric("judge", "pytest_mllm.judge.metrics:judge_section", section=True,
            applies="pytest_mllm.judge.metrics:has_open_answers"),

@@ -71,14 +71,69 @@ def pope(response: str, sample: Sample | None = None) -> str:
     return "yes"
 
 
+UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
+REFUSED = "Z"  # VLMEvalKit's reading of a refusal or a lone "Z": scored wrong
+
+# VLMEvalKit's rule-based option reading (`can_infer` in vlmeval/utils/matching_util.py), the
+# reading MMBench's CircularEval uses without a GPT judge. Characters blanked before splitting:
+_BLANKED = str.maketrans({c: " " for c in ".()[],:;!*#{}"})
+_REFUSALS = ("Sorry, I can't help with images of people yet.", "I can't process this file.",
+             "I'm sorry, but without the image provided", "Cannot determine the answer")
+_ANSWER_IS_LETTER = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([ABCD])\**")
+
+
+def _option_letter(response: str, letters: list[str]) -> str | None:
+    """A letter standing alone among the last four words, the only option letter named."""
+    if "Failed to obtain answer via API" in response:
+        return None
+    if any(refusal in response for refusal in _REFUSALS):
+        return REFUSED
+    words = response.translate(_BLANKED).split()
+    named = [letter for letter in letters if letter in words]
+    if len(named) == 1:
+        if words.index(named[0]) > len(words) - 5:
+            return named[0]
+    elif not named and "Z" in words:
+        return REFUSED
+    match = _ANSWER_IS_LETTER.search(response)
+    if match and match.group(1).upper() in letters:
+        return match.group(1).upper()
+    return None
+
+
+def _option_text(response: str, choices: tuple[tuple[str, str], ...]) -> str | None:
+    """The only option whose text (lowercased) occurs in a response at most twice their length."""
+    lowered = response.lower()
+    if len(lowered) > 2 * sum(len(text) for _, text in choices):
+        return None
+    named = [letter for letter, text in choices if text.lower() in lowered]
+    return named[0] if len(named) == 1 else None
+
+
+def multiple_choice(response: str, sample: Sample) -> str:
+    """VLMEvalKit's rule-based option reading (`can_infer`), as MMBench is scored without a judge.
+
+    First a letter: the response with ``.()[],:;!*#{}`` blanked is split into words; exactly one
+    option letter among them, standing in the last four words, is the answer ("B", "(B) dog",
+    "The answer is C"); a lone "Z" or a refusal reads as "Z"; "answer is B" anywhere decides for
+    A–D. Else the option text: the only option whose text occurs in the response (compared
+    lowercased; responses longer than twice all option texts together are not read). Anything
+    else ("A and B", "B or C", an early letter in a long sentence) is "unreadable" and wrong.
+    """
+    letters = [letter for letter, _ in sample.choices]
+    return (_option_letter(response, letters) or _option_text(response, sample.choices)
+            or UNREADABLE)
+
+
 _LETTER_ONLY = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?[.:)]?\s*$")
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?:(?i:is)\s*)?:?\s*[\(\[]?([A-Z])\b")
 _LEADING_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]]|[.:](?:\s|$))")
 _TOKEN = re.compile(r"[\(\[]?\b([A-Z])\b[\)\]]?")
 
 
-def multiple_choice(response: str, sample: Sample) -> str:
-    """Read an option letter: "B", "(B)", "B.", "Answer: B", "B. the dog", or the option text.
+def multiple_choice_lenient(response: str, sample: Sample) -> str:
+    """A forgiving letter reading (not VLMEvalKit's; choose it as `parser: choice_lenient`):
+    "B", "(B)", "B.", "Answer: B", "B. the dog" anywhere, or the option text.
 
     A response naming several letters or several option texts is ambiguous: "other".
     """
@@ -120,11 +175,34 @@ def answer_text(response: str, sample: Sample | None = None) -> str:
     return lines[0].strip() if lines else ""
 
 
+def word_match_text(response: str, sample: Sample | None = None) -> str:
+    """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
+    word_match`): the response as their ``VQAEval`` prepares it; correct when a reference, prepared
+    alike, is found in it (`pytest_mllm.judge.word_match`)."""
+    from pytest_mllm.judge.word_match import vqa_normalize
+
+    return vqa_normalize(response)
+
+
+def word_match_lenient_text(response: str, sample: Sample | None = None) -> str:
+    """Open answers scored by our lenient word matching, not the paper's (`parser: word_match_lenient`):
+    the response's words, case-folded, punctuation split off (`pytest_mllm.judge.word_match`)."""
+    from pytest_mllm.judge.word_match import normalize
+
+    return " ".join(normalize(response))
+
+
+# Open answers scored by word matching: the parser name → whether the lenient reading is used.
+WORD_MATCH_PARSERS: dict[str, bool] = {"word_match": False, "word_match_lenient": True}
+
 _VERDICT_PARSERS: dict[str, Parser] = {
+    "word_match": word_match_text,
+    "word_match_lenient": word_match_lenient_text,
     "mme": mme_official,
     "yes_no_lenient": yes_no_lenient,
     "pope": pope,
     "choice": multiple_choice,
+    "choice_lenient": multiple_choice_lenient,
     "exact": exact,
     "code_bleu4": code,
 }
@@ -135,12 +213,14 @@ PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 def normalize_answer(answer: str, parser_name: str) -> str:
     """The reference answer in the parser's vocabulary (yes/no lowercased, letters upper)."""
-    if parser_name == "choice":
+    if parser_name in ("choice", "choice_lenient"):
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)
     if parser_name == "code_bleu4":
         return answer
+    if parser_name in WORD_MATCH_PARSERS:
+        return answer.strip()  # shown as given; word matching prepares every reference itself
     if parser_name in SCORED_PARSERS:
         return answer.strip()  # shown as given; scoring uses every reference, normalised by its metric
     return answer.strip().lower()

@@ -1,5 +1,12 @@
 """POPE's metrics (Li et al., "Evaluating Object Hallucination"): precision, recall, F1 and the
-yes ratio with "yes" as the positive class, as the official `evaluate.py` computes them."""
+yes ratio with "yes" as the positive class, as the official `evaluate.py` computes them.
+
+POPE's splits (adversarial, popular, random) are the benchmark's tasks; a POPE.tsv row naming
+several splits counts in each (`task_separator` of the TSV loader). Papers report each split and
+the mean of the splits' F1: a scope made of parts (overall: its groups, else its tasks) adds
+``mean_f1``, the mean of its parts' F1, and ``pooled_f1``, the F1 of all its answers pooled (its
+``f1``, under a name that says so; a row counted in two splits counts twice, as in VLMEvalKit's
+"Overall")."""
 
 from __future__ import annotations
 
@@ -26,4 +33,11 @@ def scope_pope(scope: ScopeView) -> Scope:
     if scope.kind not in ("task", "group", "overall"):
         return {}
     yes_no = [r for r in scope.scored if r.get("answer_type") == "yes_no"]
-    return pope_metrics(yes_no) if yes_no else {}
+    if not yes_no:
+        return {}
+    values = pope_metrics(yes_no)
+    part_f1 = [part["f1"] for part in scope.parts if "f1" in part]
+    if scope.kind in ("group", "overall") and part_f1:
+        values["pooled_f1"] = values["f1"]
+        values["mean_f1"] = sum(part_f1) / len(part_f1)
+    return values

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Response, Sample
-from pytest_mllm.scoring.parsers import SCORED_PARSERS, get_parser
+from pytest_mllm.scoring.parsers import SCORED_PARSERS, WORD_MATCH_PARSERS, get_parser
 
 
 def score_record(record: Record, sample: Sample, response: Response) -> Record:
@@ -19,11 +19,12 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
         from pytest_mllm.vrp.code_match import relaxed_code_match
 
         correct = relaxed_code_match(response.text, sample.answer)
-    elif sample.answer_type == "open":
+    elif sample.answer_type == "open" or record["parser"] in WORD_MATCH_PARSERS:
         from pytest_mllm.judge import word_match
 
-        try:
-            correct = word_match(response.text, references(sample))
+        try:  # the authors' reading unless the lenient one is named (`parser: word_match_lenient`)
+            correct = word_match(response.text, references(sample),
+                                 lenient=WORD_MATCH_PARSERS.get(record["parser"], False))
         except ValueError as exc:
             record.update(response=response.text, error=f"bad reference answer: {exc}")
             return record

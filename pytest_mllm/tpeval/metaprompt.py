@@ -5,7 +5,8 @@ Two conversations (OpenAI-style lists of {"role", "content"} messages):
 * `optimizer_messages` — the meta-prompt: what the task is and how prompts are scored, the
   top-K earlier prompts with score, accuracy and introspection (worst first, so the best
   sits next to the request), a few examples with their correct answers, and the request
-  for ONE new prompt that edits at most {counter} words of the best one.
+  for ONE new prompt, different from all those above and scoring higher given the introspections
+  (TP-Eval's instruction part), that edits at most {counter} words of the best one.
 * `introspection_messages` — why did the model get these examples wrong under this
   prompt? Two or three sentences, fed back into later meta-prompts.
 
@@ -107,7 +108,8 @@ def optimizer_messages(*, task: str, description: str, original: str, history: S
         lines.append("")
     base = best.prompt if best else original
     lines += [
-        f"Write ONE new prompt for this task. Start from the best prompt so far: {base}",
+        "Write ONE new prompt for this task, different from all the prompts above, that should score higher "
+        "given why the model erred. Start from the best prompt so far: " + base,
         f"Edit at most {counter} words of it (adding, removing or replacing a word each counts as one edit), "
         "so that the model answers more questions correctly while the meaning stays close to the original.",
         "Write a general instruction: do not mention the examples or their answers. Do not use curly braces "

@@ -13,6 +13,8 @@
         optimized: "Answer yes or no only."
         template: "{question} Answer yes or no only."   # required: the template evaluated
         d_few: [id1, id2]             # sample ids the prompt was optimized on
+        d_few_size: 2                 # written: len(d_few), for a reader
+        d_few_source: validation      # optional: validation, half of dev+val or seeded
         history: [{round: 0, prompt: ..., accuracy: ..., similarity: ..., score: ...}, ...]
 
 `read_prompts` checks all of it and `check_prompts` checks that a file fits the run;
@@ -50,11 +52,17 @@ class TaskPrompts:
     template: str
     d_few: list[str] = field(default_factory=list)
     history: list[Candidate] = field(default_factory=list)
+    d_few_source: str = ""  # where D_few came from (tpeval.split.SOURCE_LABELS); "" when not recorded
+
+    @property
+    def d_few_size(self) -> int:
+        """How many samples the prompt was optimized on."""
+        return len(self.d_few)
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "original": self.original, "optimized": self.optimized,
-                "template": self.template, "d_few": list(self.d_few),
-                "history": [c.as_dict() for c in self.history]}
+                "template": self.template, "d_few_size": self.d_few_size, "d_few_source": self.d_few_source,
+                "d_few": list(self.d_few), "history": [c.as_dict() for c in self.history]}
 
 
 @dataclass
@@ -163,6 +171,11 @@ def _parse(source: Path, raw: Any) -> PromptsFile:
         d_few = entry.get("d_few") or []
         if not isinstance(d_few, list) or not all(isinstance(i, (str, int)) for i in d_few):
             raise fail(f"{where}.d_few", "must be a list of sample ids", "write it as [id1, id2, ...]")
+        size = entry.get("d_few_size")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size != len(d_few)):
+            raise fail(f"{where}.d_few_size", f"must be the number of ids in d_few ({len(d_few)}), got {size!r}",
+                       "correct it or leave it out")
+        d_few_source = text(entry.get("d_few_source"), f"{where}.d_few_source", required=False)
         history_raw = entry.get("history") or []
         if not isinstance(history_raw, list):
             raise fail(f"{where}.history", f"must be a list, got {type(history_raw).__name__}",
@@ -177,7 +190,7 @@ def _parse(source: Path, raw: Any) -> PromptsFile:
             mode=mode,
             original=text(entry.get("original"), f"{where}.original", required=False),
             optimized=text(entry.get("optimized"), f"{where}.optimized", required=False),
-            template=template, d_few=[str(i) for i in d_few], history=history)
+            template=template, d_few=[str(i) for i in d_few], history=history, d_few_source=d_few_source)
     return PromptsFile(model=model, benchmark=benchmark, benchmark_version=version, optimizer=optimizer,
                        settings=dict(settings), tasks=tasks)
 

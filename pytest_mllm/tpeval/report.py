@@ -15,7 +15,9 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     """Per task and overall: accuracy under the benchmark's prompt and under the customized one.
 
     Only samples answered under both prompts count, so the two accuracies share their samples.
-    Overall accuracy is over all such samples; the improvement ratio is relative to the original.
+    Overall accuracy is over all such samples; `improvement_ratio` is the overall relative gain,
+    `improved_tasks_ratio` the relative gain on the improved tasks only (the paper's Table 2 "Ratio"),
+    and a task's `ratio` is optimized / original accuracy (the paper's Fig. 3).
     """
     paired = [r for r in records if r.get("original") and r["status"] != "error"
               and r["original"]["status"] != "error"]
@@ -25,9 +27,16 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
         original = sum(bool(r["original"]["correct"]) for r in mine) / len(mine)
         optimized = sum(bool(r["correct"]) for r in mine) / len(mine)
         tasks[task] = {"samples": len(mine), "original_accuracy": original, "optimized_accuracy": optimized,
-                       "delta": optimized - original}
+                       "delta": optimized - original,
+                       # TP-Eval Fig. 3: "accuracy using the optimized prompt divided by accuracy using the original"
+                       "ratio": optimized / original if original else None}
     original = sum(bool(r["original"]["correct"]) for r in paired) / len(paired) if paired else 0.0
     optimized = sum(bool(r["correct"]) for r in paired) / len(paired) if paired else 0.0
+    # TP-Eval Table 2's "Ratio" ("32 tasks could yield a performance enhancement of 25.1%"): the relative gain
+    # on the improved tasks alone, here pooled over their samples
+    better = [r for r in paired if tasks[r["task"]]["delta"] > 0]
+    before = sum(bool(r["original"]["correct"]) for r in better)
+    after = sum(bool(r["correct"]) for r in better)
     return {
         "tasks": tasks,
         "samples": len(paired),
@@ -37,6 +46,7 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "worse_tasks": sum(1 for t in tasks.values() if t["delta"] < 0),
         "task_count": len(tasks),
         "improvement_ratio": (optimized - original) / original if original else None,
+        "improved_tasks_ratio": (after - before) / before if before else None,
     }
 
 
@@ -73,22 +83,27 @@ def tp_eval_table(result: Any) -> Any | None:
     table.add_row("overall", str(tp["samples"]), _pct(tp["original_accuracy"]), _pct(tp["optimized_accuracy"]),
                   f"{100 * (tp['optimized_accuracy'] - tp['original_accuracy']):+.2f}", style="bold")
     ratio = "—" if tp["improvement_ratio"] is None else f"{100 * tp['improvement_ratio']:+.1f} %"
-    table.caption = (f"improved tasks {tp['improved_tasks']}/{tp['task_count']} · worse {tp['worse_tasks']} · "
-                     f"improvement ratio {ratio}")
+    improved = tp.get("improved_tasks_ratio")
+    on_improved = "—" if improved is None else f"{100 * improved:+.1f} %"
+    table.caption = (f"improved tasks {tp['improved_tasks']}/{tp['task_count']} (ratio on them {on_improved}) · "
+                     f"worse {tp['worse_tasks']} · improvement ratio {ratio}")
     table.caption_justify = "left"
     return table
 
 
 def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
-    """Each optimized task: its mode, D_few accuracy before and after, calls made, and the prompt chosen."""
+    """Each optimized task: its mode, D_few's size and source, D_few accuracy before and after, calls made,
+    and the prompt chosen."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title="TP-Eval: prompts customized for the model under test (accuracy on D_few)",
                   title_justify="left", show_edge=False)
-    for name in ("benchmark", "task", "mode", "original %", "chosen %", "optimizer calls", "model answers"):
-        table.add_column(name, justify="left" if name in ("benchmark", "task", "mode") else "right")
+    longest = min(max((len(o["task"]) for o in outcomes), default=4), 30)  # task names stay whole on 80 columns
+    for name in ("benchmark", "task", "mode", "D_few", "original %", "chosen %", "optimizer calls", "model answers"):
+        table.add_column(name, justify="left" if name in ("benchmark", "task", "mode") else "right",
+                         min_width=longest if name == "task" else None)
     prompts_chosen = Text()
     for outcome in outcomes:
         prompts = outcome["prompts"]
@@ -98,10 +113,23 @@ def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
         calls = outcome.get("calls_made") or {}
         made = ("in the file", "") if outcome.get("already") else (str(calls.get("optimizer", 0)),
                                                                   str(calls.get("scorer", 0)))
-        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], _pct(first), _pct(chosen), *made)
+        size, source = _few(outcome, prompts)
+        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], size, _pct(first), _pct(chosen),
+                      *made)
         prompts_chosen.append(f"{outcome['task']}: ", style="bold")
+        if source:
+            prompts_chosen.append(f"(D_few: {size} {source}) ")
         prompts_chosen.append(f"{prompts['optimized']}\n")
     return Group(table, Text(""), prompts_chosen)
+
+
+def _few(outcome: dict[str, Any], prompts: dict[str, Any]) -> tuple[str, str]:
+    """D_few's size ("—" for a zero-shot prompt) and where it came from (validation, half of dev+val, seeded)."""
+    size = outcome.get("d_few_size", prompts.get("d_few_size", len(prompts.get("d_few") or [])))
+    source = outcome.get("d_few_source") or prompts.get("d_few_source") or ""
+    if not size and prompts.get("mode") == "zero-shot":
+        return "—", ""
+    return str(size), source
 
 
 _UNUSABLE = re.compile(r"^round (\d+): reply \d+ unusable: (.*)$")

@@ -30,7 +30,7 @@ from pytest_mllm.tpeval.prompts_file import (
 from pytest_mllm.tpeval.score import Candidate
 from pytest_mllm.tpeval.settings import TpSettings
 from pytest_mllm.tpeval.slot import PromptSlot
-from pytest_mllm.tpeval.split import FewShotError, split_task
+from pytest_mllm.tpeval.split import PAPER_FEW, FewShotError, split_task_with_source
 from pytest_mllm.tpeval.zero_shot import zero_shot_prompt
 
 Answer = Callable[[Sequence[tuple[Sample, BenchmarkSpec]]], list[Record]]
@@ -61,7 +61,8 @@ def with_template(spec: BenchmarkSpec, task: str, template: str) -> BenchmarkSpe
 
 def task_prompts(raw: dict[str, Any]) -> TaskPrompts:
     """A task's prompts back from the plain dict that crossed from a worker."""
-    return TaskPrompts(**{**raw, "history": [Candidate.from_dict(c) for c in raw["history"]]})
+    fields = {k: v for k, v in raw.items() if k != "d_few_size"}  # derived from d_few
+    return TaskPrompts(**{**fields, "history": [Candidate.from_dict(c) for c in raw["history"]]})
 
 
 def task_order(samples: Sequence[Any]) -> list[str]:
@@ -110,8 +111,14 @@ class OptimizationRun:
 
     def split(self, task: str, samples: Sequence[Sample]) -> tuple[list[Sample], list[Sample]]:
         """D_few and D_test of one task's samples; too few raise OptimizationError for that task alone."""
+        few, test, _ = self.split_with_source(task, samples)
+        return few, test
+
+    def split_with_source(self, task: str, samples: Sequence[Sample]) -> tuple[list[Sample], list[Sample], str]:
+        """`split`, plus where D_few came from (validation, half of dev+val, seeded)."""
         try:
-            return split_task(task, samples, few=self.settings.few, seed=self.settings.seed, source=self.split_source)
+            return split_task_with_source(task, samples, few=self.settings.few, seed=self.settings.seed,
+                                          source=self.split_source)
         except FewShotError as exc:
             raise OptimizationError(str(exc)) from None
 
@@ -126,12 +133,17 @@ class OptimizationRun:
                 lines.append(f"TP-Eval {spec.name}: {len(todo)} task(s) zero-shot from {len(done)} optimized task(s): "
                              f"at most {len(todo) * self.settings.per_round} optimizer calls, no model answers")
                 continue
-            calls = planned_calls(self.settings, self.settings.few)
-            lines.append(
-                f"TP-Eval {spec.name}: {len(todo)} task(s) to optimize ({len(tasks) - len(todo)} already in {self.path}); "
-                f"N={self.settings.rounds} rounds × M={self.settings.per_round} prompts, D_few={self.settings.few}: "
-                f"at most {calls['optimizer'] * len(todo)} optimizer calls and {calls['scorer'] * len(todo)} "
-                "model answers (stored answers are replayed free)")
+            head = (f"TP-Eval {spec.name}: {len(todo)} task(s) to optimize ({len(tasks) - len(todo)} already in "
+                    f"{self.path}); N={self.settings.rounds} rounds × M={self.settings.per_round} prompts, ")
+            if self.settings.few:
+                calls = planned_calls(self.settings, self.settings.few)
+                lines.append(head + f"D_few={self.settings.few}: at most {calls['optimizer'] * len(todo)} optimizer "
+                             f"calls and {calls['scorer'] * len(todo)} model answers (stored answers are replayed free)")
+            else:  # the paper's D_few: its size depends on each task's splits
+                calls = planned_calls(self.settings, 1)
+                lines.append(head + f"D_few=the paper's (validation split; half of dev+val without test answers; "
+                             f"else {PAPER_FEW} drawn): at most {calls['optimizer'] * len(todo)} optimizer calls and "
+                             f"{calls['scorer']} × |D_few| model answers per task (stored answers are replayed free)")
         return lines
 
     # -- the prompts file ----------------------------------------------------------------------
@@ -179,12 +191,13 @@ class OptimizationRun:
         file holds it."""
         done = self._finished_tasks(spec)
         if task in done:
-            return {"task": task, "already": True, "prompts": done[task].as_dict(), "warnings": []}
+            return {"task": task, "already": True, "prompts": done[task].as_dict(), "warnings": [],
+                    "d_few_size": done[task].d_few_size, "d_few_source": done[task].d_few_source}
         original_template = spec.task_settings(task).prompt
         slot = PromptSlot.from_template(original_template, self.settings.mode, task)
         if self.zero_shot:
             return self._zero_shot(spec, task, slot, done)
-        few, _ = self.split(task, samples)
+        few, _, source = self.split_with_source(task, samples)
         evaluate = self._scorer(spec, task, few, progress)
         optimizer = TaskOptimizer(
             task=task, slot=slot, settings=self.settings, evaluate=evaluate, propose=self._counted(progress),
@@ -194,8 +207,9 @@ class OptimizationRun:
         prompts = TaskPrompts(
             mode=slot.mode, original=slot.instruction, optimized=outcome.best.prompt,
             template=slot.render(outcome.best.prompt), d_few=[s.id for s in few],
-            history=list(outcome.history))
-        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": outcome.warnings}
+            history=list(outcome.history), d_few_source=source)
+        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": outcome.warnings,
+                "d_few_size": len(few), "d_few_source": source}
 
     def _counted(self, progress: Callable[[str, int], None]) -> Callable[..., list[str | Exception]]:
         def propose(conversations: Sequence[Any], temperature: float) -> list[str | Exception]:
@@ -229,13 +243,21 @@ class OptimizationRun:
             raise OptimizationError(
                 f"--mllm-tp-zero-shot needs optimized tasks as examples in {self.path}; optimize some tasks of "
                 f"{spec.name!r} first (without --mllm-tp-zero-shot)")
-        examples = [(name, p.original, p.optimized) for name, p in done.items() if p.mode != "zero-shot"]
+        # TP-Eval §5.4: "previously successfully optimized examples": tasks whose chosen prompt is not the original
+        examples = [(name, p.original, p.optimized) for name, p in done.items()
+                    if p.mode != "zero-shot" and " ".join(p.optimized.split()) != " ".join(p.original.split())]
+        if not examples:
+            raise OptimizationError(
+                f"--mllm-tp-zero-shot needs successfully optimized tasks (a chosen prompt other than the original) "
+                f"as examples in {self.path}; none of its {len(done)} task(s) is one: optimize more tasks of "
+                f"{spec.name!r} first (without --mllm-tp-zero-shot)")
         counter = edit_start(slot.instruction)  # one shot: the first round's budget
         chosen, warnings = zero_shot_prompt(task=task, original=slot.instruction, examples=examples, counter=counter,
                                             propose=self.proposer, settings=self.settings)
         prompts = TaskPrompts(mode="zero-shot", original=slot.instruction, optimized=chosen,
                               template=slot.render(chosen), d_few=[], history=[])
-        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": warnings}
+        return {"task": task, "already": False, "prompts": prompts.as_dict(), "warnings": warnings,
+                "d_few_size": 0, "d_few_source": ""}
 
 
 def _describe(spec: BenchmarkSpec, task: str, few: Sequence[Sample]) -> str:

@@ -2,10 +2,11 @@
 
 The defaults are the paper's settings (N=16 rounds, 3 prompts a round, the top K=8 earlier
 prompts in the meta-prompt, optimizer temperature 1.0, α=0.8 while optimizing, α*=0.6 when
-re-ranking). The paper does not state how many examples each task's D_few holds; ``few=8``
-is this project's choice: enough to tell prompts apart, small enough that a round costs
-seconds. ``max_words`` (no command-line option) caps a proposed prompt's length:
-0 means "4 × the original's words + 20".
+re-ranking; §5.1). D_few is the paper's too: ``few=0`` takes the task's whole validation
+split when it also has test samples (MMT-S: about 20 per task), half of dev+val when it has
+no test samples (MMMU), and otherwise a seeded draw of 20 samples, at most half the task
+(`tpeval.split`); ``few=N`` caps D_few at N samples (a draw takes N). ``max_words`` (no
+command-line option) caps a proposed prompt's length: 0 means "4 × the original's words + 20".
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ class TpSettings:
     temperature: float = 1.0
     alpha: float = 0.8
     alpha_final: float = 0.6
-    few: int = 8
+    few: int = 0  # 0: the paper's D_few (see the module); N: at most N samples
     seed: int = 0
     mode: str = "auto"  # auto | prompt | prefix
     max_words: int = 0  # a proposal's word limit; 0: 4 × the original's words + 20
 
     def validate(self) -> TpSettings:
         """Raise ValueError naming the option of the first bad value; return self when all are fine."""
-        for name, low in (("rounds", 1), ("per_round", 1), ("top_k", 1), ("few", 1), ("max_words", 0)):
+        for name, low in (("rounds", 1), ("per_round", 1), ("top_k", 1), ("few", 0), ("max_words", 0)):
             value = getattr(self, name)
             if not _is_int(value) or value < low:
                 raise ValueError(f"{OPTION[name]} must be an integer >= {low}; got {value!r}")

@@ -8,7 +8,7 @@ the target and, at the "full" level, the question itself onto the image:
 * `render` — drawing one variant onto an image with Pillow;
 * `expand` — turning any sample with a target region into its variant samples;
 * `scenes` — the bundled offline benchmark "vrp_shapes";
-* `code_match` — the paper's relaxed accuracy for code answers (BLEU-4 ≥ 0.8).
+* `code_match` — the paper's relaxed accuracy for code answers (BLEU-4 above 0.8).
 
 Submodules are imported on demand, so importing this package costs nothing.
 """

@@ -1,4 +1,7 @@
-"""VRPTEST's relaxed accuracy for code answers: a response counts when BLEU-4 ≥ 0.8.
+"""VRPTEST's relaxed accuracy for code answers: a response counts when BLEU-4 exceeds 0.8.
+
+The paper (§3.2, Metrics): "Responses with a BLEU-4 score exceeding a predefined threshold of
+0.8 are considered correct" — strictly above, so a score of exactly 0.8 is wrong.
 
 BLEU is sacrebleu's sentence BLEU (4-gram, "13a" tokenisation, exponential smoothing,
 effective order), scaled to 0–1. A response wrapped in one markdown code fence is
@@ -24,5 +27,5 @@ def code_bleu4(response: str, reference: str) -> float:
 
 
 def relaxed_code_match(response: str, reference: str, threshold: float = 0.8) -> bool:
-    """Whether `response` matches the reference code under the paper's BLEU-4 ≥ `threshold` rule."""
-    return code_bleu4(response, reference) >= threshold
+    """Whether `response` matches the reference code under the paper's BLEU-4 > `threshold` rule."""
+    return code_bleu4(response, reference) > threshold

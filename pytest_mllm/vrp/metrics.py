@@ -1,5 +1,7 @@
 """VRPTEST's metrics (Li et al., "Visual referring prompting"): accuracy per intervention level
-and per radar axis, consistency with the un-intervened answer, and sensitivity to the strategy."""
+and per radar axis, consistency with the un-intervened answer, sensitivity to the strategy, and
+the gain of each level and axis over no intervention (the paper's "−17.5 % to +7.3 %": a level's
+accuracy minus the No-intervention accuracy, in accuracy points; §3.3)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,11 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     axes = {axis: [r for r in scored if r["variant"].get(field) == value] for axis, (field, value) in VRP_AXES.items()}
     compared = [r for r in scored if r["variant"]["intervention"] != "none" and r["variant"]["source"] in base_answer]
     by_strategy = {name: accuracy(rs) for name, rs in strategies.items()}
+    base = accuracy(levels["none"]) if levels.get("none") else None
+    gain = None if base is None else {
+        "levels": {level: accuracy(levels[level]) - base for level in ("partial", "full") if level in levels},
+        "axes": {axis: accuracy(rs) - base for axis, rs in axes.items() if rs and axis != "Base"},
+    }
     return {
         "levels": {level: {"count": len(levels[level]), "accuracy": accuracy(levels[level])}
                    for level in ("none", "partial", "full") if level in levels},
@@ -42,6 +49,7 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
                                for r in compared) / len(compared) if compared else None),
         "strategies": by_strategy,
         "sensitivity": max(by_strategy.values()) - min(by_strategy.values()),
+        "gain": gain,
     }
 
 

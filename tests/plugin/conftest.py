@@ -11,6 +11,12 @@ from typing import Iterator
 import pytest
 from local_serve import Server, ServerDidNotStart, start_transformers_serve
 
+try:  # loaded once, before any in-process pytester run: such a run drops the modules it imported,
+    import numpy  # noqa: F401   and numpy cannot load twice in one process (score intervals use numpy, scipy)
+    import scipy.stats  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
 START_TIMEOUT_S = 120
 
 VQA = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"

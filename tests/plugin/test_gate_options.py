@@ -23,6 +23,7 @@ def test_gates_from_pyproject(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml("""
         [tool.pytest.ini_options]
         mllm_gates = ["shapes.perception>=60", "pope.f1>=0.85"]
+        mllm_gate_skip_missing = true
     """)
     result = pytester.runpytest(*ARGS)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -52,7 +52,8 @@ def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*invalid --mllm-gpus '0,x'*"])
 
 
-def test_a_killed_worker_loses_only_its_in_flight_sample(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_worker_loses_nothing_and_its_in_flight_sample_is_an_error(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makeconftest(WHERE)
     monkeypatch.setenv("KILL_ON", "count::img_005.png::q1")
     out = pytester.path / "out.json"
@@ -61,5 +62,8 @@ def test_a_killed_worker_loses_only_its_in_flight_sample(pytester: pytest.Pytest
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*worker*crashed while running*count::img_005.png::q1*"])
     records = json.loads(out.read_text())["records"]
-    assert len(records) == 359  # every finished sample is reported; only the in-flight one is lost
-    assert {r["response"] for r in records} == {"0", "1"}  # the replacement worker kept its GPU
+    assert len(records) == 360  # every finished sample is reported, and the in-flight one as an error
+    crashed = [r for r in records if r["status"] == "error"]
+    assert [r["id"] for r in crashed] == ["count::img_005.png::q1"] and "died" in crashed[0]["error"]
+    answered = [r for r in records if r["status"] != "error"]
+    assert {r["response"] for r in answered} == {"0", "1"}  # the replacement worker kept its GPU

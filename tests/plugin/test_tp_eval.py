@@ -10,6 +10,7 @@ test_tp_eval_real.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -109,6 +110,9 @@ def test_optimization_writes_the_prompt_the_model_does_best_with(
     assert task["optimized"] == "Answer the questions about existence carefully"
     assert task["template"] == "Answer the questions about existence carefully\n{question}"
     assert len(task["d_few"]) == 4 and all(i.startswith("existence::") for i in task["d_few"])
+    assert (task["d_few_size"], task["d_few_source"]) == (4, "seeded")  # shapes has no validation split
+    assert re.search(r"existence\S*\s+│\s+prefix\s+│\s+4\s+│", out)  # the summary table: D_few's size
+    assert "existence: (D_few: 4 seeded) Answer the questions about existence carefully" in out  # and its source
     rounds = [(h["round"], h["prompt"], h["accuracy"]) for h in task["history"]]
     assert rounds == [(0, "Answer the questions about existence", 0.0),
                       (1, "Answer the questions about existence carefully", 1.0)]
@@ -155,8 +159,10 @@ def test_evaluation_with_the_prompts_reports_original_vs_customized_on_unseen_sa
     scored = {r["id"] for r in document["records"]}
     assert len(scored) == 76 and not few & scored
     tp = document["benchmarks"]["shapes"]["scopes"]["tp_eval"]
-    assert tp["tasks"]["existence"] == {"samples": 76, "original_accuracy": 0.0, "optimized_accuracy": 1.0, "delta": 1.0}
+    assert tp["tasks"]["existence"] == {"samples": 76, "original_accuracy": 0.0, "optimized_accuracy": 1.0, "delta": 1.0,
+                                        "ratio": None}  # optimized / original: none from an original of 0
     assert (tp["improved_tasks"], tp["task_count"], tp["improvement_ratio"]) == (1, 1, None)
+    assert tp["improved_tasks_ratio"] is None  # the gain on improved tasks, relative to 0 right
     record = document["records"][0]
     assert record["prompt"].startswith("Answer the questions about existence carefully\n")
     assert record["original"]["prompt"] == record["question"] and record["original"]["correct"] is False

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pytest_mllm.judge import PROMPTS, JudgeItem, parse_verdict, render_messages
+from pytest_mllm.judge import PROMPTS, JudgeItem, Prompt, parse_verdict, render_messages
 
 KEYS = ("Most Likely Score", "Final Score", "Final Assessment Score")
 
@@ -45,14 +45,40 @@ def test_the_wording_is_distinct() -> None:
         assert len(wa & wb) / len(wa | wb) < 0.4, (a.id, b.id)
 
 
-def test_the_rules_differ_on_wrong_extra_content() -> None:
+_POINT = re.compile(r"^- (.*?)([01])\.?$", re.MULTILINE)
+_WRONG = re.compile(r"\b(?:wrong|incorrect|false|mistaken|inaccurate|invalid|errors?)\b")
+
+
+def _points(p: Prompt) -> list[tuple[str, int]]:
+    return [(text.lower(), int(score)) for text, score in _POINT.findall(p.instructions)]
+
+
+def test_each_prompt_states_the_papers_four_points_for_its_rule() -> None:
+    """Tiny LVLM-eHub's appendix: the rules share three points and differ in the fourth.
+
+    1: semantically correct → 1; 2: incorrect → 0; 3: correct and incorrect information mixed
+    → 0; 4 under rule 1: correct, with extra explanation that is itself correct → 1; 4 under
+    rule 2: correct, but with incorrect explanations → 0.
+    """
+    for p in PROMPTS:
+        points = _points(p)
+        assert [score for _, score in points] == ([1, 0, 0, 1] if p.rule == 1 else [1, 0, 0, 0]), p.id
+        mixed, fourth = points[2][0], points[3][0]
+        assert _WRONG.search(mixed) and re.search(r"\b(?:right|correct|accurate|valid|match)", mixed), p.id
+        if p.rule == 1:  # the extra explanation is correct: no word of wrongness in the point
+            assert not _WRONG.search(fourth), p.id
+            assert re.search(r"\b(?:accurate|valid|sound|correct)\b", fourth), p.id
+        else:  # the extra explanation is wrong
+            assert _WRONG.search(fourth), p.id
+
+
+def test_no_rule_1_prompt_rewards_a_wrong_explanation() -> None:
+    """The old rule-1 wording ("a correct core keeps its 1 even when the explanation is wrong")
+    contradicted the paper; nothing like it may come back."""
     for p in PROMPTS:
         text = p.instructions.lower()
-        if p.rule == 1:
-            assert "even" in text and ("wrong" in text or "error" in text), p.id
-            assert "contradict" not in text, p.id
-        else:
-            assert "contradict" in text and "0" in text, p.id
+        assert "even if the rest" not in text and "even when" not in text, p.id
+        assert not re.search(r"(?:wrong|error|mistaken)[^.\n]*(?:keeps|still)[^.\n]*1", text), p.id
 
 
 def test_a_judge_echoing_the_instructions_gives_no_vote() -> None:

@@ -146,7 +146,9 @@ def test_no_authorization_header_without_a_key(injector: FaultInjector, monkeypa
     assert "Authorization" not in injector.headers[0]
 
 
-def test_base_url_and_key_fall_back_to_the_environment(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_base_url_falls_back_to_the_environment_but_never_the_key(injector: FaultInjector,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client reads no key variable itself: `endpoint.api_key_for` decides (tests/unit/test_keys.py)."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert ChatClient().base_url == "https://api.openai.com/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
@@ -154,7 +156,7 @@ def test_base_url_and_key_fall_back_to_the_environment(injector: FaultInjector, 
     monkeypatch.setenv("OPENAI_BASE_URL", injector.url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     ChatClient().chat("m", HELLO)
-    assert injector.headers[0]["Authorization"] == f"Bearer {SECRET}"
+    assert "Authorization" not in injector.headers[0]
 
 
 def test_the_sdk_reads_nothing_else_from_the_environment(injector: FaultInjector, monkeypatch: pytest.MonkeyPatch) -> None:

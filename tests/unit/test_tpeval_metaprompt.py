@@ -56,6 +56,8 @@ def test_meta_prompt_holds_history_examples_counter_and_markers() -> None:
     assert f"The original prompt: {ORIGINAL}" in text
     assert "Task: existence" in text and "Does the object exist?" in text
     assert "vision-language model" in text and "accuracy" in text
+    # TP-Eval §4.3's instruction part: a prompt different from those above, scoring higher given the introspection
+    assert "different from all the prompts above" in text and "given why the model erred" in text
 
 
 def test_history_runs_from_worst_to_best_and_names_the_best() -> None:

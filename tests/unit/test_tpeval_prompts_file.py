@@ -173,3 +173,30 @@ def test_update_prompts_task_by_task(tmp_path: Path) -> None:
     assert list(on_disk.tasks) == ["a", "b"] and on_disk.tasks["a"].optimized == "A again here."
     with pytest.raises(PromptsFileError, match=str(path)):
         update_prompts(path, PromptsFile("other-model", "shapes", "1", tasks={}))
+
+
+def test_d_few_size_and_source_are_written_and_read(tmp_path: Path) -> None:
+    path = tmp_path / "prompts.yaml"
+    task = task_prompts()
+    task.d_few_source = "validation"
+    write_prompts(path, prompts(existence=task))
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))["tasks"]["existence"]
+    assert raw["d_few_size"] == 2 and raw["d_few_source"] == "validation"
+    back = read_prompts(path).tasks["existence"]
+    assert back.d_few_size == 2 and back.d_few_source == "validation"
+    raw["d_few_size"] = 3  # a size that contradicts the ids
+    bad = {**yaml.safe_load(path.read_text(encoding="utf-8")), "tasks": {"existence": raw}}
+    path.write_text(yaml.safe_dump(bad), encoding="utf-8")
+    with pytest.raises(PromptsFileError, match="tasks.existence.d_few_size"):
+        read_prompts(path)
+
+
+def test_files_without_d_few_size_or_source_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "prompts.yaml"
+    write_prompts(path, prompts())
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for entry in raw["tasks"].values():
+        del entry["d_few_size"], entry["d_few_source"]
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    back = read_prompts(path).tasks["existence"]
+    assert back.d_few_size == 2 and back.d_few_source == ""

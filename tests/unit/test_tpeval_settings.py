@@ -12,6 +12,7 @@ from pytest_mllm.tpeval.settings import TpSettings
 def test_defaults_are_the_papers() -> None:
     s = TpSettings()
     assert (s.rounds, s.per_round, s.top_k, s.temperature, s.alpha, s.alpha_final) == (16, 3, 8, 1.0, 0.8, 0.6)
+    assert s.few == 0  # the paper's D_few: the validation split (or half of dev+val), see tpeval.split
     assert s.validate() is s
     assert s.as_dict()["mode"] == "auto"
 
@@ -31,7 +32,7 @@ def test_settings_are_frozen() -> None:
     ({"alpha": 1.2}, "--mllm-tp-alpha"),
     ({"alpha": -0.01}, "--mllm-tp-alpha"),
     ({"alpha_final": 1.5}, "--mllm-tp-alpha-final"),
-    ({"few": 0}, "--mllm-tp-few"),
+    ({"few": -1}, "--mllm-tp-few"),
     ({"seed": 1.5}, "--mllm-tp-seed"),
     ({"mode": "suffix"}, "--mllm-tp-mode"),
     ({"rounds": True}, "--mllm-tp-rounds"),

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.tpeval.split import FewShotError, few_split, split_task
+from pytest_mllm.tpeval.split import PAPER_FEW, FewShotError, few_split, split_task, split_task_with_source
 
 
 def sample(task: str, n: int, split: str = "test", pair: str | None = None) -> Sample:
@@ -108,7 +108,7 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="source"):
         split_task("t", plain("t", 5), few=1, seed=0, source="random")
     with pytest.raises(ValueError, match="--mllm-tp-few"):
-        split_task("t", plain("t", 5), few=0, seed=0)
+        split_task("t", plain("t", 5), few=-1, seed=0)
 
 
 def test_few_split_errors_one_task_alone() -> None:
@@ -121,3 +121,38 @@ def test_few_split_errors_one_task_alone() -> None:
     assert list(errors) == ["small"] and errors["small"].available == 3
     assert len(d_few["big"]) == 4 and len(d_test["big"]) == 8
     assert d_few["big"] == split_task("big", plain("big", 12), few=4, seed=0)[0]
+
+
+# -- the paper's D_few (TP-Eval §5.1), few=0 ----------------------------------------------------
+
+
+def test_paper_size_takes_the_whole_validation_split() -> None:
+    """MMT-S: "the officially designated validation set" (about 20 per task) is D_few, tested on the test split."""
+    samples = [sample("t", i, "validation") for i in range(23)] + plain("t", 200) + [sample("t", 999, "train")]
+    few, test, source = split_task_with_source("t", samples, few=0, seed=0)
+    assert source == "validation" and len(few) == 23 and all(s.split == "validation" for s in few)
+    assert ids(test) == ids(plain("t", 200))
+    few, _, _ = split_task_with_source("t", samples, few=8, seed=0)  # a cap, when asked for
+    assert len(few) == 8
+
+
+def test_paper_size_without_test_answers_halves_dev_and_val() -> None:
+    """MMMU: "we combine the development and validation sets and allocate half of the data as D_few"."""
+    samples = [sample("t", i, "dev") for i in range(5)] + [sample("t", i, "validation") for i in range(5, 30)]
+    few, test, source = split_task_with_source("t", samples, few=0, seed=0)
+    assert source == "half of dev+val" and len(few) == 15 and len(test) == 15
+    assert set(ids(few)).isdisjoint(ids(test)) and set(ids(few)) | set(ids(test)) == set(ids(samples))
+    assert split_task_with_source("t", samples, few=0, seed=0) == (few, test, source)  # seeded, stable
+    few, test, _ = split_task_with_source("t", samples, few=4, seed=0, source="validation")
+    assert len(few) == 4 and len(test) == 26
+    with pytest.raises(FewShotError, match="at least 2"):
+        split_task("t", [sample("t", 0, "dev")], few=0, seed=0)
+
+
+def test_paper_size_for_a_test_only_task_is_a_draw_of_20_at_most_half() -> None:
+    few, test, source = split_task_with_source("t", plain("t", 100), few=0, seed=0)
+    assert source == "seeded" and len(few) == PAPER_FEW == 20 and len(test) == 80
+    few, test, _ = split_task_with_source("t", plain("t", 30), few=0, seed=0)
+    assert len(few) == 15 and len(test) == 15
+    with pytest.raises(FewShotError):
+        split_task("t", plain("t", 1), few=0, seed=0)

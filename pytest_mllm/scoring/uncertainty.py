@@ -1,0 +1,229 @@
+"""Every score with its uncertainty: a standard error and a 95 % interval suited to the metric.
+
+- Accuracies (a scope's `accuracy`, with its `count`): the binomial Wilson interval (in closed form, equal to
+  `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`), se = √(p(1−p)/n).
+- Everything else (accuracy+, MME scores, POPE's F1/precision/recall, circular accuracy, VRP
+  figures, …): a seeded percentile bootstrap over the benchmark's own *unit*, stratified by task.
+  A unit is the set of records that share a `pair_group` (MME's two questions per image), a
+  `circular_group` (MMBench's circular passes), a VRP variant's `source`, or an image within a task;
+  units are resampled, never single questions. Each resample is scored by the registered metric
+  functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`), so no metric is
+  re-implemented here; a unit drawn twice gets renamed copies so pair groups stay apart.
+
+scipy and numpy are imported only here, only when an interval is computed (the `stats` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from pytest_mllm.record import Record
+from pytest_mllm.scoring.gates import flatten
+from pytest_mllm.scoring.metrics import benchmark_metrics
+
+STATS_HINT = "intervals need scipy and numpy: pip install 'pytest-mllm[stats]'"
+LEVEL = 0.95
+BOOTSTRAP_SAMPLES = 1000
+SEED = 0
+
+Interval = dict[str, Any]  # {"value", "se", "ci": [low, high], "method"}
+
+
+def stats_missing() -> str | None:
+    """None when scipy and numpy can be imported, else the line saying how to get them."""
+    if importlib.util.find_spec("scipy") is None or importlib.util.find_spec("numpy") is None:
+        return STATS_HINT
+    return None
+
+
+@dataclass(frozen=True)
+class MetricSetup:
+    """What recomputing a benchmark's flat metrics on resampled records needs (its spec's metric fields)."""
+
+    declared: tuple[str, ...]
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    task_order: tuple[str, ...] = ()
+    headline: str = "accuracy"
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> MetricSetup:
+        return cls(tuple(spec.metrics), dict(spec.groups), tuple(spec.task_order), spec.headline)
+
+    @classmethod
+    def from_document(cls, bench: Mapping[str, Any], records: Sequence[Record]) -> MetricSetup:
+        """From a `--mllm-json` benchmark entry: its `setup` key, or (older files) inferred from its metrics."""
+        setup = bench.get("setup")
+        if isinstance(setup, dict):
+            return cls(tuple(setup.get("metrics") or ()), dict(setup.get("groups") or {}),
+                       tuple(setup.get("task_order") or ()), bench.get("headline") or "accuracy")
+        flat = bench.get("metrics") or {}
+        keys = [k.split(".")[-1] for k in flat]
+        declared = ["accuracy"]
+        for name, hint in (("accuracy_plus", "accuracy_plus"), ("mme_score", "score"), ("pope", "precision"),
+                           ("mean_score", "mean_score")):
+            if hint in keys:
+                declared.append(name)
+        if any(k.startswith(("category.", "l2_category.")) for k in flat):
+            declared.append("category")
+        if any(k.startswith("vrp.") for k in flat):
+            declared.append("vrp")
+        groups: dict[str, list[str]] = {}
+        for record in records:
+            if record.get("group") and record["task"] not in groups.setdefault(record["group"], []):
+                groups[record["group"]].append(record["task"])
+        tasks = tuple((bench.get("scopes") or {}).get("tasks") or ())
+        return cls(tuple(declared), groups, tasks, bench.get("headline") or "accuracy")
+
+    def flat(self, records: Sequence[Record]) -> dict[str, float]:
+        """The benchmark's flat metrics over `records` (the registered metric functions)."""
+        return flatten(benchmark_metrics(records, self.declared, self.groups, self.task_order), self.headline)
+
+
+def unit_of(record: Record) -> str:
+    """The unit a bootstrap resamples: pair group, circular group, VRP source, or image within its task."""
+    for key in ("pair_group", "circular_group"):
+        if record.get(key):
+            return f"{key}:{record[key]}"  # type: ignore[literal-required]
+    variant = record.get("variant") or {}
+    if variant.get("source"):
+        return f"source:{variant['source']}"
+    if record.get("image"):
+        return f"image:{record['task']}:{record['image']}"
+    return f"id:{record['id']}"
+
+
+def strata(records: Sequence[Record]) -> list[list[list[Record]]]:
+    """Records grouped into units, units grouped by task (the strata a bootstrap resamples within)."""
+    by_task: dict[str, dict[str, list[Record]]] = {}
+    for record in records:
+        by_task.setdefault(record["task"], {}).setdefault(unit_of(record), []).append(record)
+    return [list(units.values()) for units in by_task.values()]
+
+
+def renamed(record: Record, copy: int) -> Record:
+    """The `copy`-th duplicate of a record drawn more than once: its groups made distinct."""
+    if copy == 0:
+        return record
+    suffix = f"#{copy}"
+    head, sep, last = record["id"].rpartition("::")
+    # the suffix goes before the id's last part, which metrics may read (MMBench's circular pass index)
+    out: dict[str, Any] = {**record, "id": f"{head}{suffix}{sep}{last}" if sep else f"{last}{suffix}"}
+    for key in ("pair_group", "circular_group"):
+        if out.get(key):
+            out[key] = f"{out[key]}{suffix}"
+    if isinstance(out.get("variant"), dict) and out["variant"].get("source"):
+        out["variant"] = {**out["variant"], "source": f"{out['variant']['source']}{suffix}"}
+    return out  # type: ignore[return-value]
+
+
+def draw(rng: Any, layers: Sequence[Sequence[Sequence[Any]]]) -> list[list[tuple[int, int, int]]]:
+    """One resample: per stratum, (stratum, unit, copy) for as many units as it has, with replacement."""
+    picks = []
+    for s, units in enumerate(layers):
+        seen: dict[int, int] = {}
+        chosen = []
+        for u in rng.integers(0, len(units), len(units)):
+            u = int(u)
+            chosen.append((s, u, seen.get(u, 0)))
+            seen[u] = seen.get(u, 0) + 1
+        picks.append(chosen)
+    return picks
+
+
+def wilson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n trials: the closed form of
+    `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")` (the tests hold them equal), kept
+    free of scipy so that a run's terminal summary does not pay for importing scipy.stats."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    p = k / n
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denominator
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def accuracy_count_key(key: str, flat: Mapping[str, Any]) -> str | None:
+    """`X.count` for an accuracy key `X.accuracy` whose scope counts its records, else None."""
+    if key != "accuracy" and not key.endswith(".accuracy"):
+        return None
+    count_key = key[: -len("accuracy")] + "count"
+    return count_key if isinstance(flat.get(count_key), int) and flat[count_key] > 0 else None
+
+
+def is_estimate(key: str, value: Any) -> bool:
+    """A metric with an uncertainty: numeric, not a count of records."""
+    last = key.split(".")[-1]
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and last not in ("count", "errors") and not last.endswith(("_count", "_errors")))
+
+
+def intervals(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, Any] | None = None, *,
+              keys: Sequence[str] | None = None, samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED,
+              level: float = LEVEL) -> dict[str, Interval]:
+    """{flat key: {value, se, ci, method}} for every estimate of one benchmark (or those in `keys`);
+    the same seed gives the same numbers."""
+    import numpy as np
+
+    flat = dict(flat if flat is not None else setup.flat(records))
+    wanted = set(flat) if keys is None else {k for key in keys for k in (key, f"{key}.{setup.headline}")}
+    out: dict[str, Interval] = {}
+    boot_keys = []
+    for key, value in flat.items():
+        if key not in wanted or not is_estimate(key, value):
+            continue
+        count_key = accuracy_count_key(key, flat)
+        if count_key:
+            n = flat[count_key]
+            k = round(value * n)
+            low, high = wilson(k, n, level)
+            out[key] = {"value": value, "se": (value * (1 - value) / n) ** 0.5, "ci": [low, high], "method": "wilson"}
+        elif "." not in key and f"{key}.{setup.headline}" in flat:
+            continue  # a scope's headline alias: the interval of `<scope>.<headline>`, filled in below
+        else:
+            boot_keys.append(key)
+    if boot_keys and samples > 0:
+        layers = strata(records)
+        rng = np.random.default_rng(seed)
+        replicates = np.full((samples, len(boot_keys)), np.nan)
+        for b in range(samples):
+            resampled = [renamed(layers[s][u][i], c) for chosen in draw(rng, layers) for s, u, c in chosen
+                         for i in range(len(layers[s][u]))]
+            again = setup.flat(resampled)
+            replicates[b] = [again.get(key, np.nan) for key in boot_keys]
+        alpha = 1 - level
+        for j, key in enumerate(boot_keys):
+            column = replicates[:, j][~np.isnan(replicates[:, j])]
+            if len(column) < 2:
+                continue
+            low, high = np.quantile(column, [alpha / 2, 1 - alpha / 2])
+            out[key] = {"value": flat[key], "se": float(np.std(column, ddof=1)), "ci": [float(low), float(high)],
+                        "method": "bootstrap"}
+    for key in flat:
+        alias = f"{key}.{setup.headline}"
+        if "." not in key and key not in out and alias in out and flat[key] == flat[alias]:
+            out[key] = out[alias]
+    return {key: out[key] for key in flat if key in out and key in wanted}
+
+
+def half_width(interval: Mapping[str, Any]) -> float:
+    """Half the interval's width: the "±" shown next to a score."""
+    low, high = interval["ci"]
+    return (high - low) / 2
+
+
+def minimum_detectable_effect(n: int, *, p: float = 0.5, discordant: float | None = None,
+                              alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest accuracy difference a two-sided test at `alpha` detects with `power` on n samples.
+
+    Unpaired (two independent runs, accuracy near p): z·√(2p(1−p)/n). Paired on the same samples
+    (McNemar, a fraction `discordant` of samples answered differently by the two runs): z·√(d/n).
+    """
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    variance = discordant if discordant is not None else 2 * p * (1 - p)
+    return z * (variance / n) ** 0.5

@@ -1,0 +1,404 @@
+"""Bad input of every kind, one table: each case ends with the right exit status, a message that
+names the culprit (option, file or field), and no traceback or INTERNALERROR.
+
+Most cases are usage errors (exit 4) or collection errors (exit 2) that stop before any model
+runs; the rest run a few samples with a baseline model. Each case is one in-process pytester run.
+
+With BAD_INPUTS_TABLE=1 the table (case, exit status, first line of the message) is written to
+$BAD_INPUTS_TABLE_PATH (default /tmp/work/bad_inputs_table.md) and printed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+OK_PNG = (FIXTURES / "bad" / "ok.png").read_bytes()
+USAGE, COLLECTION, FAILED, OK = 4, 2, 1, 0
+BASE = ("-p", "no:cacheprovider", "-p", "no:randomly")
+YES = "--mllm=baseline:yes"
+SHAPES = (YES, "--mllm-bench=shapes")
+FEW = ("-k", "img_000")  # 4 samples of shapes' existence task … and a few of the others
+LATIN1 = "question: caf\xe9\n".encode("latin-1")
+
+
+def jsonl_bench(rows: str | bytes = '{"id": "a", "image": "ok.png", "question": "Red?", "answer": "yes"}\n',
+                spec_extra: str = "", data_file: str = "b.jsonl", name: str = "mine") -> Callable[[Path], None]:
+    """A jsonl benchmark in tmp: data/ok.png, data/<data_file>, mine.yaml."""
+    def build(tmp: Path) -> None:
+        data = tmp / "data"
+        data.mkdir(exist_ok=True)
+        (data / "ok.png").write_bytes(OK_PNG)
+        target = data / data_file
+        target.write_bytes(rows if isinstance(rows, bytes) else rows.encode())
+        (tmp / "mine.yaml").write_text(f"name: {name}\nloader: jsonl\nparser: mme\n"
+                                       f"data: {{root: data, file: {data_file}}}\n{spec_extra}")
+    return build
+
+
+def files(**contents: str | bytes) -> Callable[[Path], None]:
+    """Files in tmp (`__` in a name is a folder separator, `_dir` at the end makes a folder)."""
+    def build(tmp: Path) -> None:
+        for name, content in contents.items():
+            path = tmp / name.replace("__", "/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if content == "<dir>":
+                path.mkdir(exist_ok=True)
+            else:
+                path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return build
+
+
+def spec(text: str | bytes, name: str = "mine.yaml") -> Callable[[Path], None]:
+    return files(**{name: text})
+
+
+def both(*builders: Callable[[Path], None]) -> Callable[[Path], None]:
+    def build(tmp: Path) -> None:
+        for builder in builders:
+            builder(tmp)
+    return build
+
+
+def nothing(tmp: Path) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]  # "{tmp}" is the case's folder
+    status: int | None  # None: any status but an internal error
+    culprit: str  # in the output (the message names it)
+    build: Callable[[Path], None] = nothing
+    env: dict[str, str] = field(default_factory=dict)
+    ini: str = ""  # lines of [tool.pytest.ini_options]
+
+
+GOOD_SPEC = "name: mine\nloader: jsonl\nparser: mme\ndata: {root: data, file: b.jsonl}\n"
+PIXELS_ABOVE_PILLOW = str(200_000_000)
+
+CASES = [
+    # -- spec files -----------------------------------------------------------------------------------
+    Case("spec: not a mapping", ("--mllm-bench={tmp}/mine.yaml", YES), COLLECTION, "must be a YAML mapping",
+         spec("- a\n- b\n")),
+    Case("spec: invalid YAML", ("{tmp}/mine.yaml", YES), COLLECTION, "is not valid YAML",
+         spec("name: mine\nloader: jsonl\nprompt: [\n")),
+    Case("spec: unknown field", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'colour': unknown field",
+         spec(GOOD_SPEC + "colour: red\n")),
+    Case("spec: unknown field, given by --mllm-bench", ("--mllm-bench={tmp}/mine.yaml", YES), COLLECTION,
+         "field 'colour': unknown field", spec(GOOD_SPEC + "colour: red\n")),
+    Case("spec: name missing", ("--mllm-bench={tmp}/mine.yaml", YES), COLLECTION, "field 'name': missing",
+         spec("loader: jsonl\n")),
+    Case("spec: unknown loader", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'loader': 'csv' is not one of",
+         spec("name: mine\nloader: csv\n")),
+    Case("spec: unknown metric", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'metrics': 'bleu' is not one of",
+         spec(GOOD_SPEC + "metrics: [accuracy, bleu]\n")),
+    Case("spec: unknown parser", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'parser': 'fuzzy' is not one of",
+         spec("name: mine\nloader: jsonl\nparser: fuzzy\n")),
+    Case("spec: max_new_tokens 0", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'max_new_tokens'",
+         spec(GOOD_SPEC + "max_new_tokens: 0\n")),
+    Case("spec: unknown prompt placeholder", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'prompt': unknown placeholder {choices}", spec(GOOD_SPEC + "prompt: '{question} {choices}'\n")),
+    Case("spec: unknown placeholder in a task's prompt", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'tasks.color.prompt': unknown placeholder {image}",
+         spec(GOOD_SPEC + "tasks: {color: {prompt: '{image} {question}'}}\n")),
+    Case("spec: attribute of a placeholder", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "unknown placeholder {question.upper}", spec(GOOD_SPEC + "prompt: '{question.upper}'\n")),
+    Case("spec: unbalanced brace in prompt", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'prompt': '{question' is not a valid template", spec(GOOD_SPEC + "prompt: '{question'\n")),
+    Case("spec: group name is a task name", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "group name 'color' is also a task name", spec(GOOD_SPEC + "groups: {color: [color]}\n")),
+    Case("spec: subset file missing", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'subset'",
+         spec(GOOD_SPEC + "subset: ids.txt\n")),
+    Case("spec: subset file not UTF-8", ("{tmp}/mine.yaml", YES), COLLECTION, "field 'subset': cannot read",
+         both(jsonl_bench(spec_extra="subset: ids.txt\n"), files(**{"ids.txt": b"mine::a\xff\n"}))),
+    Case("spec: not UTF-8", ("--mllm-bench={tmp}/mine.yaml", YES), COLLECTION, "is not UTF-8 text",
+         spec(b"name: mine\nloader: jsonl\ndescription: caf\xe9\n")),
+    Case("spec: not UTF-8, as a test path", ("{tmp}/mine.yaml", YES), COLLECTION, "is not UTF-8 text",
+         spec(b"name: mine\nloader: jsonl\ndescription: caf\xe9\n")),
+    Case("spec: two specs claim one name", ("--mllm-bench=shapes,{tmp}/mine.yaml", YES), COLLECTION,
+         "two benchmark specs are named 'shapes'", spec("name: shapes\nloader: shapes\n")),
+    Case("bench: unknown bundled name", (YES, "--mllm-bench=mmmu"), USAGE, "unknown benchmark 'mmmu' in --mllm-bench"),
+    Case("bench: spec path missing", (YES, "--mllm-bench={tmp}/nope.yaml"), USAGE, "unknown benchmark"),
+    Case("bench: without a model", ("--mllm-bench=shapes",), USAGE, "--mllm-bench needs a model"),
+    # -- data ---------------------------------------------------------------------------------------
+    Case("data: mme without data", (YES, "--mllm-bench=mme"), COLLECTION, "benchmark 'mme' needs its data",
+         env={"MLLM_DATA_MME": ""}),
+    Case("data: MLLM_DATA_MME points nowhere", (YES, "--mllm-bench=mme"), USAGE, "$MLLM_DATA_MME",
+         env={"MLLM_DATA_MME": "/nonexistent/mme"}),
+    Case("data: MLLM_DATA_MME points at a file", (YES, "--mllm-bench=mme"), USAGE, "is a file, not a folder",
+         files(**{"mme.zip": "x"}), env={"MLLM_DATA_MME": "{tmp}/mme.zip"}),
+    Case("data: --mllm-data names a benchmark not in the run", (*SHAPES, "--mllm-data=pope={tmp}"), USAGE,
+         "no benchmark 'pope' in this run"),
+    Case("data: --mllm-data is a file", (YES, "--mllm-bench={tmp}/mine.yaml", "--mllm-data=mine={tmp}/data/b.jsonl"),
+         USAGE, "is a file; give the folder", jsonl_bench()),
+    Case("data: --mllm-data does not exist", (YES, "--mllm-bench={tmp}/mine.yaml", "--mllm-data={tmp}/nope"),
+         USAGE, "does not exist", jsonl_bench()),
+    Case("data: spec's data.root does not exist", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "data root for benchmark 'mine' does not exist", spec(GOOD_SPEC)),
+    Case("data: samples file missing", ("{tmp}/mine.yaml", YES), COLLECTION, "samples file not found",
+         both(jsonl_bench(), spec(GOOD_SPEC.replace("b.jsonl", "c.jsonl")))),
+    Case("data: empty samples file", ("{tmp}/mine.yaml", YES), COLLECTION, "no samples in", jsonl_bench(rows="")),
+    Case("data: blank-lines samples file", ("{tmp}/mine.yaml", YES), COLLECTION, "no samples in",
+         jsonl_bench(rows="\n\n")),
+    Case("data: JSONL not UTF-8", ("{tmp}/mine.yaml", YES), COLLECTION, "not UTF-8 text",
+         jsonl_bench(rows='{"id": "a", "question": "caf\xe9?", "answer": "yes"}\n'.encode("latin-1"))),
+    Case("data: YAML samples not a list", ("{tmp}/mine.yaml", YES), COLLECTION, "expected a list of samples",
+         jsonl_bench(rows="id: a\n", data_file="b.yaml")),
+    Case("data: YAML samples invalid", ("{tmp}/mine.yaml", YES), COLLECTION, "not valid YAML",
+         jsonl_bench(rows="- [\n", data_file="b.yaml")),
+    Case("data: TSV not UTF-8", ("{tmp}/mine.yaml", YES), COLLECTION, "not UTF-8 text",
+         both(files(**{"data__b.tsv": b"index\tquestion\tanswer\n1\tcaf\xe9?\tyes\n"}),
+              spec("name: mine\nloader: tsv\ndata: {root: data, file: b.tsv}\n"))),
+    Case("data: duplicate sample ids", ("{tmp}/mine.yaml", YES), COLLECTION, "duplicate sample id 'mine::a'",
+         jsonl_bench(rows='{"id": "a", "question": "Q?", "answer": "yes"}\n' * 2)),
+    Case("data: a row not JSON errors alone", ("{tmp}/mine.yaml", YES), FAILED, "not valid JSON",
+         jsonl_bench(rows='{"id": "a", "image": "ok.png", "question": "Red?", "answer": "yes"}\n{not json\n')),
+    Case("data: a row with an unknown field", ("{tmp}/mine.yaml", YES), FAILED, "unknown field 'colour'",
+         jsonl_bench(rows='{"id": "a", "question": "Q?", "answer": "yes", "colour": 1}\n')),
+    Case("data: a row without an answer", ("{tmp}/mine.yaml", YES), FAILED, "missing field 'answer'",
+         jsonl_bench(rows='{"id": "a", "question": "Q?"}\n')),
+    Case("data: answer not among the choices", ("{tmp}/mine.yaml", YES), FAILED, "is not one of the choices",
+         jsonl_bench(rows='{"id": "a", "question": "Q?", "answer": "E", "choices": ["x", "y"]}\n')),
+    # -- images -------------------------------------------------------------------------------------
+    Case("image: path escapes the data root", ("{tmp}/mine.yaml", YES), FAILED, "escapes the data root",
+         jsonl_bench(rows='{"id": "a", "image": "../x.png", "question": "Q?", "answer": "yes"}\n')),
+    Case("image: missing", ("{tmp}/mine.yaml", YES), FAILED, "image not found",
+         jsonl_bench(rows='{"id": "a", "image": "gone.png", "question": "Q?", "answer": "yes"}\n')),
+    Case("image: not an image", ("{tmp}/mine.yaml", YES), FAILED, "cannot decode",
+         both(jsonl_bench(rows='{"id": "a", "image": "bad.png", "question": "Q?", "answer": "yes"}\n'),
+              files(**{"data__bad.png": b"not a png"}))),
+    Case("image: over --mllm-max-image-pixels", ("{tmp}/mine.yaml", YES, "--mllm-max-image-pixels=10"), FAILED,
+         "over the limit of 10", jsonl_bench()),
+    Case("image: decompression bomb", ("{tmp}/mine.yaml", YES), FAILED, "decompression bomb",
+         both(jsonl_bench(rows='{"id": "a", "image": "bomb.png", "question": "Q?", "answer": "yes"}\n'),
+              files(**{"data__bomb.png": (FIXTURES / "bad" / "bomb.png").read_bytes()}))),
+    Case("image: --mllm-max-image-pixels=0", (*SHAPES, "--mllm-max-image-pixels=0"), USAGE,
+         "--mllm-max-image-pixels must be"),
+    Case("image: --mllm-max-image-pixels above Pillow's limit", (*SHAPES, *FEW,
+         f"--mllm-max-image-pixels={PIXELS_ABOVE_PILLOW}"), OK, "passed"),
+    # -- options ------------------------------------------------------------------------------------
+    Case("option: unknown model", ("--mllm=gpt5", "--mllm-bench=shapes"), USAGE, "unknown model 'gpt5' in --mllm"),
+    Case("option: --mllm-batch-size=0", (*SHAPES, "--mllm-batch-size=0"), USAGE, "--mllm-batch-size must be"),
+    Case("option: --mllm-batch-size not a number", (*SHAPES, "--mllm-batch-size=many"), USAGE,
+         "--mllm-batch-size"),
+    Case("option: --mllm-show-incorrect=-1", (*SHAPES, "--mllm-show-incorrect=-1"), USAGE,
+         "--mllm-show-incorrect must be"),
+    Case("option: --mllm-vrp-examples=0", (*SHAPES, "--mllm-vrp-examples=0"), USAGE, "--mllm-vrp-examples must be"),
+    Case("option: --mllm-cache=maybe", (*SHAPES, "--mllm-cache=maybe"), USAGE, "--mllm-cache"),
+    Case("option: --mllm-vrp=everything", (*SHAPES, "--mllm-vrp=everything"), USAGE, "--mllm-vrp"),
+    Case("option: --mllm-gpus-per-worker=0", (*SHAPES, "--mllm-gpus-per-worker=0"), USAGE,
+         "--mllm-gpus-per-worker must be"),
+    Case("option: --mllm-gpus=abc", (*SHAPES, "--mllm-gpus=abc"), USAGE, "--mllm-gpus"),
+    Case("option: --mllm-tp-alpha=2", (*SHAPES, "--mllm-tp-alpha=2"), USAGE, "--mllm-tp-alpha"),
+    Case("option: --mllm-tp-rounds=0", (*SHAPES, "--mllm-tp-rounds=0"), USAGE, "--mllm-tp-rounds"),
+    Case("option: --mllm-optimize without an optimizer", (*SHAPES, "--mllm-optimize={tmp}/p.yaml"), USAGE,
+         "--mllm-optimize needs an optimizer LLM"),
+    Case("option: --mllm-optimize with --mllm-prompts", (*SHAPES, "--mllm-optimize={tmp}/p.yaml",
+         "--mllm-prompts={tmp}/p.yaml"), USAGE, "--mllm-optimize and --mllm-prompts do not go together"),
+    Case("option: --mllm-prompts missing", (*SHAPES, "--mllm-prompts={tmp}/nope.yaml"), USAGE, "nope.yaml"),
+    Case("option: --mllm-judge-max-tokens=0", (*SHAPES, "--mllm-judge-max-tokens=0"), USAGE,
+         "--mllm-judge-max-tokens must be"),
+    # -- endpoints ----------------------------------------------------------------------------------
+    Case("endpoint: --mllm-timeout=0", (*SHAPES, "--mllm-timeout=0"), USAGE, "--mllm-timeout must be"),
+    Case("endpoint: --mllm-concurrency=0", (*SHAPES, "--mllm-concurrency=0"), USAGE, "--mllm-concurrency must be"),
+    Case("endpoint: --mllm-max-retries=-1", (*SHAPES, "--mllm-max-retries=-1"), USAGE, "--mllm-max-retries must be"),
+    Case("endpoint: --mllm-base-url not a URL", ("--mllm=openai:m", "--mllm-bench=shapes",
+         "--mllm-base-url=localhost:8000"), USAGE, "--mllm-base-url"),
+    Case("endpoint: --mllm-judge-base-url not a URL", (*SHAPES, "--mllm-judge=openai:j",
+         "--mllm-judge-base-url=ftp://host/v1"), USAGE, "--mllm-judge-base-url"),
+    # -- cache --------------------------------------------------------------------------------------
+    Case("cache: --mllm-cache-dir is a file", ("--mllm=tiny-llava", "--mllm-bench=shapes",
+         "--mllm-cache-dir={tmp}/cache"), USAGE, "--mllm-cache-dir: the cache folder", files(cache="x")),
+    Case("cache: --mllm-cache-dir under a file", ("--mllm=tiny-llava", "--mllm-bench=shapes",
+         "--mllm-cache-dir={tmp}/cache/sub"), USAGE, "cannot be created", files(cache="x")),
+    Case("cache: ini mllm_cache_dir is a file", ("--mllm=tiny-llava", "--mllm-bench=shapes"), USAGE,
+         "mllm_cache_dir (ini)", files(cache="x"), ini='mllm_cache_dir = "cache"'),
+    # -- outputs ------------------------------------------------------------------------------------
+    Case("output: --mllm-json is a folder", (*SHAPES, "--mllm-json={tmp}/out"), USAGE, "--mllm-json=",
+         files(out="<dir>")),
+    Case("output: --mllm-json under a file", (*SHAPES, "--mllm-json={tmp}/f/out.json"), USAGE,
+         "--mllm-json=", files(f="x")),
+    Case("output: --mllm-html is a folder", (*SHAPES, "--mllm-html={tmp}/out"), USAGE, "--mllm-html=",
+         files(out="<dir>")),
+    Case("output: --mllm-html under a file", (*SHAPES, "--mllm-html={tmp}/f/r.html"), USAGE, "--mllm-html=",
+         files(f="x")),
+    Case("output: --mllm-mme-results is a file", (*SHAPES, "--mllm-mme-results={tmp}/f"), USAGE,
+         "--mllm-mme-results=", files(f="x")),
+    Case("output: --mllm-vrp-radar under a file", (*SHAPES, "--mllm-vrp-radar={tmp}/f/r.png"), USAGE,
+         "--mllm-vrp-radar=", files(f="x")),
+    Case("output: --mllm-json in new folders is written", (*SHAPES, *FEW, "--mllm-json={tmp}/a/b/out.json"), OK,
+         "results written to"),
+    # -- gates --------------------------------------------------------------------------------------
+    Case("gate: invalid expression", (*SHAPES, "--mllm-gate=shapes.accuracy => 0.5"), USAGE, "invalid gate"),
+    Case("gate: misspelled benchmark", (*SHAPES, "--mllm-gate=shapse.accuracy>=0.5"), USAGE,
+         "names benchmark 'shapse', which is not in this run"),
+    Case("gate: misspelled benchmark in ini", SHAPES, USAGE, "names benchmark 'shapse'",
+         ini='mllm_gates = ["shapse.accuracy>=0.5"]'),
+    Case("gate: max-drop on a benchmark not in the run", (*SHAPES, "--mllm-baseline={tmp}/b.json",
+         "--mllm-max-drop=pope.f1=0.1"), USAGE, "names benchmark 'pope'",
+         files(**{"b.json": '{"benchmarks": {}}'})),
+    Case("gate: other benchmark, skipped on purpose", (*SHAPES, *FEW, "--mllm-gate=pope.f1>=0.8",
+         "--mllm-gate-skip-missing"), OK, "not run"),
+    Case("gate: its task removed by -k fails", (*SHAPES, *FEW, "-k", "existence", "--mllm-gate=shapes.color>=0.1"),
+         FAILED, "gate failed: shapes.color>=0.1: not evaluated: no sample of 'color' ran"),
+    Case("gate: its task removed by -k, skip-missing in ini", (*SHAPES, *FEW, "-k", "existence",
+         "--mllm-gate=shapes.color>=0.1"), OK, "not run", ini="mllm_gate_skip_missing = true"),
+    Case("gate: below its threshold", (*SHAPES, *FEW, "--mllm-gate=shapes.accuracy>=0.99"), FAILED,
+         "gate failed: shapes.accuracy"),
+    Case("gate: unknown metric", (*SHAPES, *FEW, "--mllm-gate=shapes.bleu>=0.5"), FAILED, "no metric 'bleu'"),
+    Case("gate: --mllm-max-drop without a baseline", (*SHAPES, "--mllm-max-drop=0.1"), USAGE,
+         "--mllm-max-drop needs a baseline"),
+    Case("gate: --mllm-max-drop invalid", (*SHAPES, "--mllm-baseline={tmp}/b.json", "--mllm-max-drop=a lot"), USAGE,
+         "invalid --mllm-max-drop"),
+    Case("gate: baseline missing", (*SHAPES, "--mllm-baseline={tmp}/nope.json"), USAGE, "--mllm-baseline:"),
+    Case("gate: baseline not JSON", (*SHAPES, "--mllm-baseline={tmp}/b.json"), USAGE, "--mllm-baseline:",
+         files(**{"b.json": "<html>"})),
+    Case("gate: baseline not a results file", (*SHAPES, "--mllm-baseline={tmp}/b.json"), USAGE,
+         "expected a --mllm-json file", files(**{"b.json": "[1, 2]"})),
+    Case("gate: baseline not UTF-8", (*SHAPES, "--mllm-baseline={tmp}/b.json"), USAGE, "--mllm-baseline:",
+         files(**{"b.json": b'{"benchmarks": "caf\xe9"}'})),
+    # -- replay files -------------------------------------------------------------------------------
+    Case("replay: file missing", ("--mllm=replay:{tmp}/nope.jsonl", "--mllm-bench=shapes", *FEW), USAGE,
+         "nope.jsonl"),
+    Case("replay: not UTF-8", ("--mllm=replay:{tmp}/p.jsonl", "--mllm-bench=shapes", *FEW), USAGE, "p.jsonl",
+         files(**{"p.jsonl": b'{"id": "x", "response": "caf\xe9"}\n'})),
+    Case("replay: a line not JSON", ("--mllm=replay:{tmp}/p.jsonl", "--mllm-bench=shapes", *FEW), USAGE, "p.jsonl",
+         files(**{"p.jsonl": "{oops\n"})),
+]
+
+_TABLE: list[tuple[str, int, str]] = []
+
+
+def _first_line(output: str, culprit: str) -> str:
+    for line in output.splitlines():
+        if culprit in line:
+            return line.strip()
+    return next((line.strip() for line in output.splitlines() if line.startswith("ERROR")), "")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _table(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if not os.environ.get("BAD_INPUTS_TABLE") or not _TABLE:
+        return
+    rows = ["| case | exit status | first line of the message |", "|---|---|---|"]
+    rows += [f"| {case} | {status} | `{line.replace('|', '/')}` |" for case, status, line in _TABLE]
+    path = Path(os.environ.get("BAD_INPUTS_TABLE_PATH", "/tmp/work/bad_inputs_table.md"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        for row in rows:
+            reporter.write_line(row)
+
+
+def test_the_table_is_large_and_its_cases_distinct() -> None:
+    assert len(CASES) >= 60
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = pytester.path
+    case.build(tmp)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value.replace("{tmp}", str(tmp)))
+    if case.ini:
+        pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{case.ini}\n")
+    result = pytester.runpytest(*BASE, *(arg.replace("{tmp}", str(tmp)) for arg in case.args))
+    output = result.stdout.str() + "\n" + result.stderr.str()
+    _TABLE.append((case.id, int(result.ret), _first_line(output, case.culprit).replace(str(tmp), "<tmp>")))
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    assert not re.search(r"pytest_mllm/\S+\.py:\d+", output), output  # no plugin frames above the message
+    assert case.culprit in output, output
+    if case.status is not None:
+        assert result.ret == case.status, output
+
+
+CRASHING_CONFTEST = '''
+import os
+from pytest_mllm.sample import Response
+
+class Crashes:
+    name = "crashes"
+    needs_images = False
+
+    def generate(self, requests):
+        if any(r.sample.id == "existence::img_001.png::q1" for r in requests):
+            os._exit(3)  # the worker dies mid-test, as on a segfault or the OOM killer
+        return [Response("yes") for _ in requests]
+
+def pytest_mllm_make_model(spec, config):
+    return Crashes() if spec == "crashes" else None
+'''
+
+
+def test_a_crashed_workers_sample_is_an_error_in_json_scores_and_html(pytester: pytest.Pytester) -> None:
+    import json
+
+    pytester.makeconftest(CRASHING_CONFTEST)
+    out, html = pytester.path / "out.json", pytester.path / "report.html"
+    result = pytester.runpytest_subprocess(
+        *BASE, "-n", "2", "--mllm=crashes", "--mllm-bench=shapes", "--mllm-batch-size=1", "-k",
+        "existence and (img_000 or img_001 or img_002)", f"--mllm-json={out}", f"--mllm-html={html}",
+        "--mllm-gate=shapes.accuracy>=0.99")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    assert "INTERNALERROR" not in output
+    result.stdout.fnmatch_lines(["*crashed while running*existence::img_001.png::q1*"])
+    assert result.outlines[-1].startswith("gate failed: shapes.accuracy 0.4 < 0.99"), result.outlines[-3:]
+    document = json.loads(out.read_text())
+    records = document["records"] if "records" in document else [
+        r for b in document["benchmarks"].values() for r in b.get("records", [])]
+    crashed = [r for r in records if r["id"] == "existence::img_001.png::q1"]
+    assert len(crashed) == 1 and crashed[0]["status"] == "error" and "crashed" in crashed[0]["error"]
+    assert crashed[0]["question"] and crashed[0]["task"] == "existence"
+    overall = document["benchmarks"]["shapes"]["metrics"]
+    assert (overall["count"], overall["errors"]) == (5, 1), overall  # 6 samples: 5 scored, 1 error
+    assert len(records) == 6
+    assert "existence::img_001.png::q1" in html.read_text()
+
+
+def test_the_last_line_names_the_failed_gates_and_titles_say_the_version(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*BASE, *SHAPES, *FEW, "--mllm-gate=shapes.accuracy>=0.99",
+                                "--mllm-gate=shapes.yes_ratio<=0.5", "--mllm-gate=shapes.count>=1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    last = result.outlines[-1]
+    assert last.startswith("gate failed: shapes.accuracy 0.") and "< 0.99" in last, result.outlines[-3:]
+    assert "gate failed: shapes.yes_ratio 1 > 0.5" in last and "shapes.count" not in last
+    assert re.search(r"\d+ passed", result.outlines[-2])  # pytest's own line stays just above
+    result.stdout.fnmatch_lines(["shapes (v1) · headline: accuracy*"])
+
+
+def test_help_lists_every_bundled_benchmark_and_model_form(pytester: pytest.Pytester) -> None:
+    from pytest_mllm.engine.spec import bundled_specs
+    from pytest_mllm.models.registry import BUILTIN_FORMS
+
+    help_text = " ".join(pytester.runpytest("--help").stdout.str().split())
+    for name in bundled_specs():
+        assert name in help_text.split("--mllm-bench=NAME", 1)[1].split("--mllm-data", 1)[0], name
+    for form in BUILTIN_FORMS:
+        assert " ".join(form.split()) in help_text, form
+    assert "--mllm-gate-skip-missing" in help_text
+
+
+def test_max_image_pixels_above_pillows_own_limit_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from PIL import Image
+
+    from pytest_mllm.engine.images import ImageError, load_image
+    from pytest_mllm.sample import ImageRef
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # Pillow refuses over 2x this: 24x24 = 576 pixels
+    ref = ImageRef("path", "ok.png", root=FIXTURES / "bad")
+    assert load_image(ref, max_pixels=1000).size == (24, 24)
+    with pytest.raises(ImageError, match="over the limit of 500"):
+        load_image(ref, max_pixels=500)
