@@ -70,6 +70,7 @@ class EvaluationSettings:
     prompts_transfer: bool = False
     optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
+    max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
 
 
 class Evaluation:
@@ -86,7 +87,9 @@ class Evaluation:
             identity_factory=self._model_identity,
             settings={"device": _resolved_device(settings.hf_options.get("device", "auto")),
                       "dtype": settings.hf_options.get("dtype", "auto"), "decoding": "greedy"},
-            judge_factory=self._make_judge if settings.judge else None, withhold_images=settings.no_image)
+            judge_factory=self._make_judge if settings.judge else None, withhold_images=settings.no_image,
+            extractor_factory=self._make_choice_extractor if settings.judge else None,
+            max_new_tokens=settings.max_new_tokens)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
         self.prompts: PromptsFile | None = self._read_prompts()
         self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
@@ -131,6 +134,16 @@ class Evaluation:
         return Judge(judge.endpoint.client(), judge.model.removeprefix("openai:"), temperature=judge.temperature,
                      mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
                      prompts=judge.prompts)
+
+    def _make_choice_extractor(self) -> Any:
+        """The judge LLM reading `choice` answers the rules cannot (VLMEvalKit's LLM extraction);
+        temperature 0, its replies in the response cache."""
+        from pytest_mllm.judge.choice_extractor import ChoiceExtractor
+
+        judge = self.settings.judge
+        assert judge is not None
+        return ChoiceExtractor(judge.endpoint.client(), judge.model.removeprefix("openai:"),
+                               max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
 
     @property
     def model(self) -> Model:
@@ -261,7 +274,7 @@ class Evaluation:
         return {
             "model": s.model, "batch_size": s.batch_size, "cache": s.cache_mode,
             "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
-            "images_withheld": s.no_image,
+            "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             "prompts": str(s.prompts_path) if s.prompts_path else None,
             "prompts_model": self.prompts.model if self.prompts is not None else None,
         }

@@ -63,6 +63,10 @@ class Record(_RecordFields, total=False):
     duration_s: float  # the test's wall time
     original: OriginalAnswer
     thumbnail: str | None  # a data URL of the first image, for wrong answers in the HTML report
+    # With a judge (--mllm-judge): a `choice` answer the rules could not read, as the judge LLM read it
+    # (`judge/choice_extractor.py`): kind "choice_extraction", status, letter, reply, error. Kept apart
+    # from "judge", which holds CEE outcomes of open answers only.
+    extraction: dict[str, Any]
 
 
 def new_record(*, id: str, benchmark: str, task: str, question: str = "", answer: str = "",

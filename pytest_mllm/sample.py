@@ -22,14 +22,17 @@ class ImageRef:
     """Where a sample's image comes from; decoded only when a model needs it.
 
     kind: "path" (value is a path relative to `root`), "base64" (value is the encoded
-    bytes), or "generated" (value is a key; `generator` draws the image).
+    bytes), "generated" (value is a key; `generator` draws the image), or "parquet" (one cell
+    of a parquet file: value is "<file relative to root>#<row>/<column>[<item>]", unique per
+    image; `cell` is (row group, row in that group, column, item in a list cell or -1)).
     """
 
-    kind: Literal["path", "base64", "generated"]
+    kind: Literal["path", "base64", "generated", "parquet"]
     value: str
     root: Path | None = None
     generator: Callable[[str], "Image.Image"] | None = field(default=None, compare=False)
     label: str | None = None  # a file-like name for images that have no file
+    cell: tuple[int, int, str, int] | None = None  # kind "parquet": where the image's cell lies
 
     @property
     def name(self) -> str:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import sqlite3
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -28,14 +30,44 @@ class CacheWarning(UserWarning):
     """The cache file could not be used as it was and was set aside."""
 
 
+_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) → sha256, for this process
+_digests_lock = threading.Lock()
+_MAX_DIGESTS = 1_000_000
+
+
+def _hash_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The content hash of a file, memoised per (path, size, mtime_ns) in this process: an image several
+    samples share is read once, and a file that changed (new size or modification time) is read again."""
+    stat = os.stat(path)
+    memo = (str(path), stat.st_size, stat.st_mtime_ns)
+    found = _digests.get(memo)
+    if found is not None:
+        return found
+    digest = _hash_file(path)
+    with _digests_lock:
+        if len(_digests) >= _MAX_DIGESTS:
+            _digests.clear()
+        _digests[memo] = digest
+    return digest
+
+
 def image_digest(ref: ImageRef) -> str:
-    """A content hash of an image without decoding it."""
+    """A content hash of an image without decoding it (files: memoised, see `file_digest`)."""
     if ref.kind == "path":
         if ref.root is None:
             raise ImageError(f"image {ref.value!r} has no data root")
         path = resolve_inside(ref.root, ref.value)
         try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
+            return file_digest(path)
         except OSError as exc:
             raise ImageError(f"image not readable: {path}: {exc}") from None
     if ref.kind == "base64":

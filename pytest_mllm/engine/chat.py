@@ -332,3 +332,108 @@ class ChatClient:
                 f"{self.url} answered a choice without text content: {_excerpt(json.dumps(choices[0]))}"))
         finish_reason = choices[0].get("finish_reason")
         return text, finish_reason if isinstance(finish_reason, str) else None
+
+
+def _fails_over(exc: Exception) -> bool:
+    """A failure another replica may not have: no answer at all, or a 5xx (after the client's retries)."""
+    return isinstance(exc, EndpointUnreachable) or (isinstance(exc, EndpointError) and exc.status >= 500)
+
+
+class ReplicaClient:
+    """Chat completions spread over several replicas of one model (each a `ChatClient` with its own
+    concurrency cap): each request goes to the least busy healthy replica (ties: round-robin). A
+    replica whose request fails with a connection error or a 5xx once its client's retries are spent
+    is set aside for `cooldown_s` and the request is tried on another replica, each at most once,
+    before the request fails with the last error. The answer does not depend on the replica.
+    """
+
+    def __init__(self, clients: Sequence[ChatClient], *, cooldown_s: float = 30.0) -> None:
+        if not clients:
+            raise ValueError("ReplicaClient needs at least one client")
+        self.clients = list(clients)
+        self.cooldown_s = cooldown_s
+        self.base_url = self.clients[0].base_url  # the identity's URL
+        self.concurrency = sum(c.concurrency for c in self.clients)
+        self._lock = threading.Lock()
+        self._busy = [0] * len(self.clients)
+        self._down_until = [0.0] * len(self.clients)
+        self._next = 0
+        self.answered = [0] * len(self.clients)  # completions per replica
+
+    def __repr__(self) -> str:
+        return f"ReplicaClient({[c.base_url for c in self.clients]!r})"
+
+    @property
+    def url(self) -> str:
+        return self.clients[0].url
+
+    def check_reachable(self) -> None:
+        """Set aside replicas nothing listens at; EndpointUnreachable (naming each) when none does."""
+        errors = []
+        for n, client in enumerate(self.clients):
+            try:
+                client.check_reachable()
+            except EndpointUnreachable as exc:
+                errors.append(str(exc))
+                self._down_until[n] = time.monotonic() + self.cooldown_s
+        if len(errors) == len(self.clients):
+            raise EndpointUnreachable("no replica is reachable: " + " | ".join(errors))
+
+    def _pick(self, tried: set[int]) -> int | None:
+        with self._lock:
+            now = time.monotonic()
+            candidates = [n for n in range(len(self.clients)) if n not in tried]
+            if not candidates:
+                return None
+            healthy = [n for n in candidates if self._down_until[n] <= now] or candidates
+            count = len(self.clients)
+            chosen = min(healthy, key=lambda n: (self._busy[n], (n - self._next) % count))
+            self._next = (chosen + 1) % count
+            self._busy[chosen] += 1
+            return chosen
+
+    def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
+             max_tokens: int = 512) -> ChatResult:
+        """One completion, on one replica or, after a connection error or 5xx there, on the next."""
+        tried: set[int] = set()
+        last: ChatError | None = None
+        while True:
+            chosen = self._pick(tried)
+            if chosen is None:
+                assert last is not None  # every replica was tried, and failed
+                raise last
+            tried.add(chosen)
+            try:
+                result = self.clients[chosen].chat(model, messages, temperature=temperature, max_tokens=max_tokens)
+            except ChatError as exc:
+                if not _fails_over(exc):
+                    raise
+                last = exc
+                with self._lock:
+                    self._down_until[chosen] = time.monotonic() + self.cooldown_s
+                continue
+            finally:
+                with self._lock:
+                    self._busy[chosen] -= 1
+            with self._lock:
+                self._down_until[chosen] = 0.0
+                self.answered[chosen] += 1
+            return result
+
+    def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
+                  max_tokens: int = 512) -> list[ChatResult | Exception]:
+        """`chat` for each conversation, up to every replica's concurrency at once; results in input order."""
+        if not conversations:
+            return []
+
+        def one(messages: Sequence[Message]) -> ChatResult | Exception:
+            try:
+                return self.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
+            except Exception as exc:  # one failure must not cancel the others
+                return exc
+
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations)), thread_name_prefix="chat")
+        try:
+            return list(pool.map(one, conversations))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)

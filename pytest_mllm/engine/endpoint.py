@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_mllm.engine.chat import DEFAULT_BASE_URL, ChatClient, check_base_url, resolve_base_url
+
+if TYPE_CHECKING:
+    from pytest_mllm.engine.chat import ReplicaClient
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -56,7 +59,8 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 120.0
     max_retries: int = 4
-    concurrency: int = 8
+    concurrency: int = 8  # per replica
+    replicas: tuple[str, ...] = ()  # more servers of the same model, besides `base_url` (the one answers are keyed by)
 
     @classmethod
     def from_environment(cls, base_url: str | None = None, key_env: str | None = None, **settings: Any) -> Endpoint:
@@ -71,13 +75,31 @@ class Endpoint:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency!r}")
         check_base_url(self.url)
+        for url in self.replicas:
+            check_base_url(url.rstrip("/"))
+        if len(set(self.urls)) != len(self.urls):
+            raise ValueError(f"the same base URL is given twice: {', '.join(self.urls)}")
 
     @property
     def url(self) -> str:
         """The resolved base URL (no trailing slash)."""
         return resolve_base_url(self.base_url)
 
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every replica's base URL, the first one first."""
+        return (self.url, *(u.rstrip("/") for u in self.replicas))
+
     def client(self) -> ChatClient:
-        """A new `ChatClient` for this endpoint (needs the `openai` package)."""
+        """A new `ChatClient` for this endpoint's first URL (needs the `openai` package)."""
         return ChatClient(self.url, self.api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
                           concurrency=self.concurrency)
+
+    def replica_client(self) -> ChatClient | ReplicaClient:
+        """A client spreading requests over every replica (a plain `ChatClient` when there is one)."""
+        if not self.replicas:
+            return self.client()
+        from pytest_mllm.engine.chat import ReplicaClient
+
+        return ReplicaClient([ChatClient(url, self.api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
+                                         concurrency=self.concurrency) for url in self.urls])

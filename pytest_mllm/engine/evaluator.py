@@ -16,7 +16,7 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record
 from pytest_mllm.sample import Model, Request, Response, Sample
-from pytest_mllm.scoring.parsers import normalize_answer
+from pytest_mllm.scoring.parsers import UNREADABLE, normalize_answer
 from pytest_mllm.scoring.score import references, score_record
 
 
@@ -77,8 +77,10 @@ class Evaluator:
                  max_pixels: int = DEFAULT_MAX_PIXELS, cache: ResponseCache | None = None,
                  identity_factory: Callable[[], str | None] = lambda: None,
                  settings: dict[str, Any] | None = None,
-                 judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False) -> None:
+                 judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False,
+                 extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None) -> None:
         self._model_factory = model_factory
+        self.max_new_tokens = max_new_tokens  # --mllm-max-new-tokens: every spec's limit overridden (None: the spec's)
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
         self._load_error_shown_by: str | None = None  # the sample whose error carries the full message
@@ -91,6 +93,8 @@ class Evaluator:
         self.settings = {**(settings or {}), **({"images": "withheld"} if withhold_images else {})}
         self._judge_factory = judge_factory
         self._judge: Any = None
+        self._extractor_factory = extractor_factory  # with a judge: unreadable choice answers go to the LLM
+        self._extractor: Any = None
 
     @property
     def model(self) -> Model:
@@ -126,7 +130,7 @@ class Evaluator:
         todo: list[tuple[Record, Sample, int]] = []
         for record, (sample, spec) in zip(records, items):
             record["model"] = self.model_name
-            todo.append((record, sample, spec.max_new_tokens))
+            todo.append((record, sample, self.max_new_tokens or spec.max_new_tokens))
         keys = self._cache_keys(todo)
         if keys:
             hits = self.cache.get_entries(k for k in keys.values() if k)  # type: ignore[union-attr]
@@ -139,6 +143,10 @@ class Evaluator:
             todo = [t for t in todo if not t[0]["cached"]]
         if todo:
             self._answer(todo, keys)
+        if self._extractor_factory is not None:
+            self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
+                                   if r["status"] != "error" and r["parser"] == "choice" and r["parsed"] == UNREADABLE
+                                   and s.choices])
         if self._judge_factory is not None:
             self._judge_open([(r, s) for r, (s, _) in zip(records, items)
                               if s.answer_type == "open" and r.get("word_match") is not None])
@@ -159,6 +167,25 @@ class Evaluator:
                 record.update(status="error", correct=None, error=f"judge error: {outcome.error}")
             else:
                 record.update(correct=outcome.correct, status="correct" if outcome.correct else "incorrect")
+
+    def _extract_choices(self, pairs: list[tuple[Record, Sample]]) -> None:
+        """VLMEvalKit's LLM choice extraction for answers the rules could not read: a letter the judge
+        names sets the answer and the verdict; Z or an unusable reply leaves it unreadable (wrong); a
+        failed call turns the sample into an error, never a score (`judge/choice_extractor.py`)."""
+        if not pairs:
+            return
+        from pytest_mllm.judge.choice_extractor import ChoiceItem
+
+        if self._extractor is None:
+            self._extractor = self._extractor_factory()  # type: ignore[misc]
+        items = [ChoiceItem(sample.question, sample.choices, record["response"] or "") for record, sample in pairs]
+        for (record, _), outcome in zip(pairs, self._extractor.extract_many(items)):
+            record["extraction"] = outcome.as_record()
+            if outcome.status == "error":
+                record.update(status="error", correct=None, error=f"choice extraction error: {outcome.error}")
+            elif outcome.status == "extracted":
+                correct = outcome.letter == record["answer"]
+                record.update(parsed=outcome.letter, correct=correct, status="correct" if correct else "incorrect")
 
     def _cache_keys(self, todo: list[tuple[Record, Sample, int]]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""

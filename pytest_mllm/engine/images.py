@@ -7,7 +7,7 @@ import binascii
 import io
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_mllm.sample import ImageRef, Sample
 
@@ -55,6 +55,9 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
             raise ImageError(f"image not found: {path}")
         source: io.BytesIO | Path = path
         label = str(path)
+    elif ref.kind == "parquet":
+        data, label = parquet_image_bytes(ref)
+        source = io.BytesIO(data)
     else:
         try:
             source = io.BytesIO(base64.b64decode(ref.value, validate=False))
@@ -78,6 +81,63 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
         raise ImageError(f"{label} refused as a decompression bomb: {exc}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageError(f"cannot decode {label}: {exc}") from None
+
+
+_PARQUET_FILES: dict[Path, Any] = {}  # path → opened ParquetFile (its metadata parsed once per process)
+_PARQUET_CHUNKS: dict[tuple[Path, int, str], Any] = {}  # the last column chunks read: a batch shares them
+_CHUNKS_KEPT = 2
+
+
+def _parquet_file(path: Path) -> Any:
+    opened = _PARQUET_FILES.get(path)
+    if opened is None:
+        import pyarrow.parquet as pq
+
+        opened = _PARQUET_FILES[path] = pq.ParquetFile(path)
+    return opened
+
+
+def parquet_image_bytes(ref: ImageRef) -> tuple[bytes, str]:
+    """The encoded bytes of a "parquet" ImageRef's cell, and a label naming file, row and column.
+
+    Reads only that column of that row group (kept for the next rows of a batch); never the
+    other images of the file.
+    """
+    import pyarrow as pa
+
+    if ref.root is None or ref.cell is None:
+        raise ImageError(f"parquet image {ref.value!r} has no data root or cell")
+    group, row, column, item = ref.cell
+    path = resolve_inside(ref.root, ref.value.split("#", 1)[0])
+    number = ref.value.split("#", 1)[1].split("/", 1)[0] if "#" in ref.value else "?"
+    label = f"{path}: row {number}, field {column!r}" + (f" image {item}" if item >= 0 else "")
+    if not path.is_file():
+        raise ImageError(f"parquet file not found: {path} (image of row {number}, field {column!r})")
+    key = (path, group, column)
+    try:
+        chunk = _PARQUET_CHUNKS.get(key)
+        if chunk is None:
+            chunk = _parquet_file(path).read_row_group(group, columns=[column]).column(0)
+            _PARQUET_CHUNKS[key] = chunk
+            while len(_PARQUET_CHUNKS) > _CHUNKS_KEPT:
+                del _PARQUET_CHUNKS[next(iter(_PARQUET_CHUNKS))]
+        cell = chunk[row].as_py()
+    except (OSError, IndexError, KeyError, pa.ArrowException) as exc:
+        _PARQUET_FILES.pop(path, None)
+        raise ImageError(f"{label}: cannot read the image cell (row group {group}): {exc}") from None
+    if item >= 0:
+        if not isinstance(cell, list) or item >= len(cell):
+            raise ImageError(f"{label}: the cell holds no image {item}")
+        cell = cell[item]
+    if isinstance(cell, dict):
+        data = cell.get("bytes")
+        if not data and cell.get("path"):
+            raise ImageError(f"{label}: the cell has no bytes, only the path {cell['path']!r} "
+                             "(an image stored outside the parquet file is not supported)")
+        cell = data
+    if not cell:
+        raise ImageError(f"{label}: the image cell is empty")
+    return bytes(cell), label
 
 
 def thumbnail_url(sample: Sample, max_pixels: int) -> str | None:

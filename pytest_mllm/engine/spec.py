@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-LOADERS = ("mme", "mme_results", "tsv", "jsonl", "vqa", "shapes", "vrp_shapes")
+LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -377,7 +377,9 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         root: Text | None = Field(None, description=(
             "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
             "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
-        file: Text | None = Field(None, description="The data file inside the root (loaders tsv, jsonl, vqa).",
+        file: Text | None = Field(None, description=(
+            "The data file inside the root (loaders tsv, jsonl, vqa; parquet: a file or glob, "
+            "overriding the dataset card's files)."),
                                   examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
 
     class TaskSection(BaseModel):
@@ -401,7 +403,8 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             examples=["my_bench"])
         loader: Literal[LOADERS] = Field(description=(
             "The data format: mme (MME's release folder), mme_results (MME's results format), tsv "
-            "(base64 images: MMBench, POPE, …), jsonl, vqa (Tiny LVLM-eHub JSON), shapes and vrp_shapes "
+            "(base64 images: MMBench, POPE, …), jsonl, parquet (a Hugging Face dataset folder or parquet "
+            "files: lmms-eval's datasets), vqa (Tiny LVLM-eHub JSON), shapes and vrp_shapes "
             "(bundled, drawn on the spot)."))
         version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
                                 examples=["1"])
@@ -425,8 +428,11 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             examples=[{"perception": ["existence", "count", "color"]}])
         tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
             None, description="Per-task settings, by task name, in report order.")
-        loader_options: Options = Field(None, description="Options passed to the loader.",
-                                         examples=[{"task_column": "category"}])
+        loader_options: Options = Field(None, description=(
+            "Options passed to the loader (tsv: task_column, task, task_separator; parquet: split, config, "
+            "task, columns: {id, question, answer, task, category, image, choices, hint, references})."),
+            examples=[{"task_column": "category"},
+                      {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(
             "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
             "(drawn by hypothesis)."))

@@ -39,6 +39,7 @@ class MllmHooks:
         self.written: list[tuple[str, Path]] = []
         self.tp_outcomes: list[dict[str, Any]] = []
         self.few_deselected = 0
+        self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self._plan_printed = False
 
     def record_for(self, item: pytest.Item) -> Record:
@@ -58,8 +59,10 @@ class MllmHooks:
             return BenchmarkFile.from_parent(parent, path=file_path)  # its spec is read when it collects
         return None
 
+    @pytest.hookimpl(trylast=True)  # after -k and -m: a shard's record counts are those of the selection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅)."""
+        """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅);
+        with --mllm-shard=I/N, the tests of the other shards (`harness/shard.py`)."""
         few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
                and self.evaluation.optimized_on(i.sample)]
         if few:
@@ -67,6 +70,23 @@ class MllmHooks:
             config.hook.pytest_deselected(items=few)
             drop = set(map(id, few))
             items[:] = [i for i in items if id(i) not in drop]
+        if self.options.shard is not None:
+            from pytest_mllm.harness.shard import expected_records, split
+
+            self.shard_expected = expected_records(items)
+            if self.is_worker:  # the controller writes the results: it learns the counts at the worker's end
+                config.workeroutput["mllm_shard_expected"] = json.dumps(self.shard_expected)  # type: ignore[attr-defined]
+            kept, dropped = split(items, *self.options.shard)
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                items[:] = kept
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker's view of the whole (unsharded) selection, for the shard's results file."""
+        raw = getattr(node, "workeroutput", {}).get("mllm_shard_expected")
+        if raw and self.shard_expected is None:
+            self.shard_expected = json.loads(raw)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.batches.collected(session.items)
@@ -207,7 +227,9 @@ class MllmHooks:
         gates = self.options.gates
         return {**self.evaluation.describe(), "benchmarks": [str(p) for p in self.options.benchmarks],
                 "strict": self.strict, "few_deselected": self.few_deselected,
-                "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None}
+                "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None,
+                **({"shard": {"index": self.options.shard[0], "count": self.options.shard[1],
+                              "expected_records": self.shard_expected}} if self.options.shard else {})}
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:

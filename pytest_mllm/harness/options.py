@@ -74,12 +74,20 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
     group.addoption("--mllm-no-image", action="store_true",
                     help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
-    group.addoption("--mllm-base-url", metavar="URL",
-                    help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI)")
+    group.addoption("--mllm-base-url", action="append", metavar="URL",
+                    help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI); several "
+                         "replicas of one model: repeat or comma-separate (requests spread over them, a failing one's "
+                         "requests go to another; answers are cached under the first URL)")
     group.addoption("--mllm-api-key-env", metavar="NAME",
                     help="environment variable holding the API key, which must then be set (default: $OPENAI_API_KEY; "
                          "the key itself never goes on the command line)")
-    group.addoption("--mllm-concurrency", type=int, default=8, metavar="N", help="requests in flight to an endpoint")
+    group.addoption("--mllm-concurrency", type=int, default=8, metavar="N",
+                    help="requests in flight to an endpoint (per replica)")
+    group.addoption("--mllm-max-new-tokens", type=int, metavar="N",
+                    help="longest answer, overriding every benchmark spec's max_new_tokens (ini: mllm_max_new_tokens)")
+    group.addoption("--mllm-shard", metavar="I/N",
+                    help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
+                         "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
     group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
                     help="retries (with backoff) on 429, 5xx and connection errors")
@@ -148,6 +156,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
     parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
     parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+    parser.addini("mllm_max_new_tokens", default="", help="longest answer, overriding every spec's max_new_tokens")
     parser.addini("mllm_gate_skip_missing", type="bool", default=False,
                   help="a gate whose benchmark or task did not run is 'not run' instead of failed")
 
@@ -162,6 +171,7 @@ class Options:
     gates: GateSettings
     strict: bool
     show_incorrect: int
+    shard: tuple[int, int] | None = None  # --mllm-shard=I/N: (I, N), 1-based
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -191,7 +201,7 @@ class Options:
             endpoint=_endpoint(config, "mllm_base_url", "mllm_api_key_env"),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
-            worker=hasattr(config, "workerinput"))
+            worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
         if not hasattr(config, "workerinput"):  # the controller writes them
@@ -200,7 +210,37 @@ class Options:
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
-                   strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"))
+                   strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")))
+
+
+def _max_new_tokens(config: pytest.Config) -> int | None:
+    """--mllm-max-new-tokens, else ini mllm_max_new_tokens, else None (each spec's own limit)."""
+    value = config.getoption("mllm_max_new_tokens")
+    source = "--mllm-max-new-tokens"
+    if value is None:
+        raw = str(config.getini("mllm_max_new_tokens") or "").strip()
+        if not raw:
+            return None
+        source = "mllm_max_new_tokens (ini)"
+        try:
+            value = int(raw)
+        except ValueError:
+            raise pytest.UsageError(f"{source} must be a whole number of tokens, at least 1, got {raw!r}") from None
+    if value < 1:
+        raise pytest.UsageError(f"{source} must be at least 1, got {value}")
+    return value
+
+
+def _shard(value: str | None) -> tuple[int, int] | None:
+    """--mllm-shard=I/N as (I, N), 1 <= I <= N."""
+    if value is None:
+        return None
+    from pytest_mllm.harness.shard import ShardError, parse_shard
+
+    try:
+        return parse_shard(value)
+    except ShardError as exc:
+        raise pytest.UsageError(f"--mllm-shard={value}: {exc}") from None
 
 
 def _gates(config: pytest.Config) -> GateSettings:
@@ -336,14 +376,21 @@ def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoi
                              ("mllm_concurrency", opt("mllm_concurrency") >= 1, "1 or more")):
         if not ok:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {opt(name)}")
+    raw = opt(url_option)
+    urls = [u.strip() for value in (raw if isinstance(raw, list) else [raw] if raw else [])
+            for u in value.split(",") if u.strip()]
+    if len(urls) > 1 and url_option != "mllm_base_url":
+        raise pytest.UsageError(f"--{url_option.replace('_', '-')}: one URL only (several replicas are for the model "
+                                f"under test, --mllm-base-url), got {', '.join(urls)}")
+    base_url = urls[0] if urls else None
     try:
-        api_key = api_key_for(opt(key_option), opt(url_option))
+        api_key = api_key_for(opt(key_option), base_url)
     except ApiKeyError as exc:
         raise pytest.UsageError(f"--{key_option.replace('_', '-')}={exc.variable}: {exc}") from None
     try:
-        return Endpoint(base_url=opt(url_option), api_key=api_key,
+        return Endpoint(base_url=base_url, api_key=api_key,
                         timeout_s=opt("mllm_timeout"), max_retries=opt("mllm_max_retries"),
-                        concurrency=opt("mllm_concurrency"))
+                        concurrency=opt("mllm_concurrency"), replicas=tuple(urls[1:]))
     except ValueError as exc:
         raise pytest.UsageError(f"--{url_option.replace('_', '-')}: {exc}") from None
 

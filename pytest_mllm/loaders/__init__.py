@@ -34,6 +34,10 @@ def _loader(name: str) -> Loader:
         from pytest_mllm.loaders.jsonl import load_jsonl
 
         return load_jsonl
+    if name == "parquet":
+        from pytest_mllm.loaders.parquet import load_parquet
+
+        return load_parquet
     if name == "vqa":
         from pytest_mllm.loaders.vqa import load_vqa
 

@@ -14,6 +14,8 @@ class OpenAIModel:
 
     Requests are sent concurrently (greedy: temperature 0). A request whose call failed gets
     a Response carrying the error, so its sample errors alone and the others keep their answers.
+    With several replicas (`Endpoint.replicas`) requests spread over them and fail over between
+    them (`chat.ReplicaClient`); answers are keyed by the first URL, whichever replica gave them.
     """
 
     needs_images = True
@@ -21,7 +23,7 @@ class OpenAIModel:
     def __init__(self, model: str, endpoint: Endpoint) -> None:
         self.model = model
         self.name = f"openai:{model}"
-        self.client = endpoint.client()
+        self.client = endpoint.replica_client()
         self.client.check_reachable()
 
     def __repr__(self) -> str:
@@ -29,7 +31,7 @@ class OpenAIModel:
 
     @property
     def identity(self) -> str:
-        """What cached answers are keyed by: the model name at its endpoint."""
+        """What cached answers are keyed by: the model name at its endpoint (the first URL of several replicas)."""
         return f"{self.name}@{self.client.base_url}"  # as registry.model_identity derives it
 
     @staticmethod

@@ -230,7 +230,8 @@ def _metrics_section(comparison: Mapping[str, Any]) -> Section:
             rate = is_rate(key, next((v for v in values if v is not None), None), headline)
             cells = [(value, delta, _tone(delta, key)) for value, delta in zip(values, bench["deltas"][key])]
             pm = [_plus_minus(intervals.get(key), rate).strip() for intervals in bench.get("intervals") or []]
-            rows.append({"key": key, "rate": rate, "cells": cells, "headline": key == headline, "pm": pm})
+            rows.append({"key": key, "rate": rate, "cells": cells, "headline": key == headline, "pm": pm,
+                         "unit": unit_label(key, values, headline)})
         blocks.append({"name": name, "headline": headline, "rows": rows,
                        "chart": _compare_chart(comparison["labels"], bench) if charts else None})
     return Section("metrics", "Metrics", render("compare_metrics.html.j2", labels=comparison["labels"],
@@ -309,8 +310,9 @@ def _cards(comparison: Mapping[str, Any]) -> list[Card]:
             continue
         value, delta = values[last], bench["deltas"][headline][last]
         rate = is_rate(headline, value, headline)
-        change = format_delta(delta, rate) + (" pp" if rate and delta is not None else "")
-        cards.append(Card(name, format_value(value, rate) + (" %" if rate else ""),
+        points = not rate and unit_label(headline, [value], headline) == "points"
+        change = format_delta(delta, rate) + ((" pp" if rate else " pts" if points else "") if delta is not None else "")
+        cards.append(Card(name, format_value(value, rate) + (" %" if rate else " pts" if points else ""),
                           f"{headline} in {comparison['labels'][last]}" + (f" · {change}" if change else ""),
                           _tone(delta, headline)))
     for label, count in comparison["flip_counts"].items():
@@ -350,8 +352,10 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
     from rich.table import Table
 
     labels = comparison["labels"]
-    table = Table(title="pytest-mllm comparison", title_justify="left", show_edge=False)
+    table = Table(title="pytest-mllm comparison (values and Δ in the row's unit; Δ of % in pp)",
+                  title_justify="left", show_edge=False)
     table.add_column("metric", no_wrap=True)
+    table.add_column("unit", no_wrap=True)
     for n, label in enumerate(labels):
         table.add_column(label if n == 0 else f"{label} (Δ)", justify="right", no_wrap=True)
     for name, bench in comparison["benchmarks"].items():
@@ -365,8 +369,23 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
             cells = [format_value(v, rate) + _plus_minus(intervals.get(key), rate)
                      + (f" ({format_delta(d, rate)})" if d is not None else "")
                      for v, d, intervals in zip(values, deltas or [], bench.get("intervals") or [{}] * len(values))]
-            table.add_row(f"{name}.{key}", *cells)
+            table.add_row(f"{name}.{key}", unit_label(key, values, headline), *cells)
     return table
+
+
+def unit_label(key: str, values: Sequence[Any], headline: str) -> str:
+    """The unit a compared metric is shown in: "%" for rates, "points" for MME's scores, "count", or
+    "fraction" for other 0–1 figures shown as they are."""
+    value = next((v for v in values if v is not None), None)
+    if is_rate(key, value, headline):
+        return "%"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "count"
+    if key.rsplit(".", 1)[-1] == "score" or headline == "score":
+        return "points"
+    if isinstance(value, float) and -1 <= value <= 1:
+        return "fraction"
+    return ""
 
 
 def _plus_minus(interval: Mapping[str, Any] | None, rate: bool) -> str:
@@ -398,9 +417,10 @@ def paired_rows(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
                     continue
                 rate = is_rate(key, stat["after"], headline)
                 scale = 100 if rate else 1
+                unit = " pp" if rate else (" pts" if unit_label(key, [stat["after"]], headline) == "points" else "")
                 ci = stat["ci"]
                 rows.append({"run": label, "metric": f"{name}.{key}", "rate": rate,
-                             "diff": format_delta(stat["diff"], rate) + (" pp" if rate else ""),
+                             "diff": format_delta(stat["diff"], rate) + unit,
                              "ci": "–" if ci is None else f"[{ci[0] * scale:+.2f}, {ci[1] * scale:+.2f}]",
                              "p": "–" if stat["p"] is None else f"{stat['p']:.3g}", "method": stat["method"],
                              "significant": stat["p"] is not None and stat["p"] < 0.05,
@@ -413,7 +433,8 @@ def _paired_table(rows: Sequence[Mapping[str, Any]]) -> Any:
     """The paired differences, significant ones coloured."""
     from rich.table import Table
 
-    table = Table(title="paired differences (shared samples; 95 % interval, two-sided p)", title_justify="left",
+    table = Table(title="paired differences (shared samples; Δ and its 95 % interval in pp for rates, points for "
+                        "MME scores; two-sided p)", title_justify="left",
                   show_edge=False)
     for column in ("run", "metric", "Δ", "95 % CI", "p", "test", "samples"):
         table.add_column(column, overflow="fold" if column == "samples" else "ellipsis", no_wrap=column != "samples",
@@ -432,7 +453,8 @@ def _gates_table(gates: Sequence[Mapping[str, Any]]) -> Any:
     """The regression limits' verdicts, coloured."""
     from rich.table import Table
 
-    table = Table(title="regression limits", title_justify="left", show_edge=False)
+    table = Table(title="regression limits (in the metric's unit: rates as fractions 0–1, not %; MME scores in points)",
+                  title_justify="left", show_edge=False)
     for column in ("run", "gate", "value", "limit", "verdict", "note"):
         table.add_column(column, overflow="fold" if column == "note" else "ellipsis")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}

@@ -34,6 +34,7 @@ HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "pr
            "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 CHARTS_MISSING = "Charts need matplotlib: pip install 'pytest-mllm[html]'."
+METHOD_NAMES = {"wilson": "Wilson score interval", "bootstrap": "percentile bootstrap over units"}
 _THUMBNAIL = re.compile(r"data:image/(?:jpeg|png);base64,[A-Za-z0-9+/]+={0,2}")
 _SETTING_LABELS = {"model": "model", "batch_size": "batch size", "cache": "response cache", "strict": "strict",
                    "gates": "gates", "baseline": "baseline"}
@@ -94,6 +95,60 @@ def format_delta(delta: float | None, rate: bool) -> str:
     if isinstance(delta, int):
         return f"{delta:+d}"
     return f"{100 * delta:+.2f}" if rate else f"{delta:+.2f}"
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from the document, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def interval_view(interval: Any, rate: bool, methods: Any = None) -> dict[str, str] | None:
+    """A score's uncertainty as shown next to it: "±3.1", half its interval's width in the score's unit
+    (percentage points for rates), and a tooltip with the bounds, the standard error and the method
+    (from the document's `intervals_method`); None where the document has no readable interval."""
+    if not isinstance(interval, Mapping):
+        return None
+    ci = interval.get("ci")
+    bounds = [_number(x) for x in ci] if isinstance(ci, (list, tuple)) and len(ci) == 2 else [None]
+    if None in bounds:
+        return None
+    low, high = bounds
+    methods = methods if isinstance(methods, Mapping) else {}
+    unit = " %" if rate else ""
+    title = f"{_level(methods)} interval: {format_value(low, rate)} to {format_value(high, rate)}{unit}"
+    se = _number(interval.get("se"))
+    if se is not None:
+        title += f"; standard error {format_value(se, rate)}{' pp' if rate else ''}"
+    method = interval.get("method")
+    if method == "bootstrap" and isinstance(methods.get("other"), str):
+        described = methods["other"]
+    else:
+        described = METHOD_NAMES.get(str(method), str(method or "method not stated"))
+    return {"text": f"±{(high - low) / 2 * (100 if rate else 1):.1f}", "title": f"{title} ({described})"}
+
+
+def _level(methods: Mapping[str, Any]) -> str:
+    """The intervals' confidence level in words ("95 %"), 95 % when the document does not say."""
+    level = _number(methods.get("level"))
+    return f"{100 * (level if level is not None and 0 < level < 1 else 0.95):g} %"
+
+
+def intervals_note(benchmarks: Mapping[str, Any]) -> str:
+    """The line under the score tables saying what "±" means (or why no interval is shown); "" for a
+    document older than intervals."""
+    with_intervals = [b for b in benchmarks.values() if isinstance(b, Mapping) and b.get("intervals")]
+    missing = next((b["intervals_note"] for b in benchmarks.values()
+                    if isinstance(b, Mapping) and isinstance(b.get("intervals_note"), str)), None)
+    if not with_intervals:
+        return f"No uncertainty shown: {missing}." if missing else ""
+    methods = with_intervals[0].get("intervals_method")
+    methods = methods if isinstance(methods, Mapping) else {}
+    other = methods.get("other") if isinstance(methods.get("other"), str) else "percentile bootstrap over units"
+    return (f"± is half the width of the score's {_level(methods)} interval, in the score's unit (percentage points "
+            f"for rates); hover over it for the bounds and the method: Wilson for accuracies, otherwise a {other}."
+            + (f" Some benchmarks have none: {missing}." if missing else ""))
 
 
 def safe_thumbnail(value: Any) -> str | None:
@@ -187,7 +242,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(value=format_value, delta=format_delta)
-    env.globals.update(headers=HEADERS, rate_metrics=RATE_METRICS)
+    env.globals.update(headers=HEADERS, rate_metrics=RATE_METRICS, interval_view=interval_view)
     return env
 
 
@@ -259,13 +314,17 @@ def _scores_section(document: Document) -> Section | None:
         categories = [(level, label, scope) for key, level in (("l2_categories", "l2"), ("categories", "category"))
                       for label, scope in (scopes.get(key) or {}).items()]
         columns = [c for c in SCORE_COLUMNS if any(c in scope for _, _, scope in rows)]
+        intervals = bench.get("intervals")
         blocks.append({
             "name": name, "version": bench.get("version"), "headline": bench.get("headline"),
             "rows": rows, "columns": columns, "categories": categories,
             "charts": _benchmark_charts(scopes, group_of) if charts else [],
+            "intervals": intervals if isinstance(intervals, Mapping) else {},
+            "intervals_method": bench.get("intervals_method"),
         })
     note = "" if charts else CHARTS_MISSING
-    return Section("scores", "Scores", render("scores.html.j2", benchmarks=blocks, note=note))
+    return Section("scores", "Scores", render("scores.html.j2", benchmarks=blocks, note=note,
+                                              intervals_note=intervals_note(benchmarks)))
 
 
 def _benchmark_charts(scopes: Mapping[str, Any], group_of: Mapping[str, str | None]) -> list[tuple[str, Markup]]:

@@ -52,7 +52,9 @@ def _durations(result: BenchmarkResult) -> dict[str, float]:
     return times
 
 
-_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "mean_score": "mean score %",
+# Every score column names its unit: rates (0–1 in the JSON, gates and limits) are shown in percent,
+# MME's scores (0–200 per task, summed per group) in points, as MME reports them.
+_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score pts", "mean_score": "mean score %",
             "precision": "prec %", "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %",
             "circular_accuracy": "circular %", "vanilla_accuracy": "vanilla %", "mean_f1": "mean F1 %",
             "pooled_f1": "pooled F1 %"}
@@ -66,7 +68,7 @@ def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], st
     table = Table(title=title, title_justify="left", show_edge=False)
     table.add_column("scope", no_wrap=True)
     table.add_column("n", justify="right")
-    table.add_column("err", justify="right")
+    table.add_column("err", justify="right", min_width=3)
     for col in cols:
         table.add_column(_HEADERS.get(col, col), justify="right", no_wrap=True)
     for col in extra:
@@ -96,10 +98,19 @@ def _uncertainty_column(result: BenchmarkResult) -> dict[str, dict[str, str]]:
     return {f"{_HEADERS.get(headline, headline).split()[0]} ±95%": column}
 
 
+def _units_note(cols: list[str]) -> str:
+    """The table's units in words: rates in %, MME scores in points, ± in the column's unit."""
+    note = "rates in %"
+    if "score" in cols:
+        note += ", MME scores in points"
+    return note
+
+
 def benchmark_tables(result: BenchmarkResult) -> list[Any]:
     """Scores per scope (overall, groups, tasks), and POPE's yes/no metrics where computed."""
     spec = result.spec
-    title = spec.name + (f" (v{spec.version.removeprefix('v')})" if spec.version else "") + f" · headline: {spec.headline}"
+    title = (spec.name + (f" (v{spec.version.removeprefix('v')})" if spec.version else "")
+             + f" · headline: {spec.headline} · {_units_note(_columns(result))}")
     rows = [(label, scope, key) for label, key, scope in _scopes(result)]
     times = {**_uncertainty_column(result), "time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
     tables = [_table(title, _columns(result), rows, times)]
@@ -128,8 +139,8 @@ def category_table(result: BenchmarkResult) -> Any | None:
         return None
     table = Table(title=f"{result.spec.name} by category", title_justify="left", show_edge=False)
     circular = [c for c in _CIRCULAR if any(c in scope for _, _, scope in rows)]
-    for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc%", "right"),
-                         *((_HEADERS[c].replace(" %", "%"), "right") for c in circular)):
+    for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc %", "right"),
+                         *((_HEADERS[c], "right") for c in circular)):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for kind, name, scope in rows:
         table.add_row("l2" if kind == "l2_categories" else "category", name, str(scope.get("count", 0)),
@@ -186,17 +197,48 @@ def gates_table(verdicts: list[Verdict]) -> Any:
     """Each gate with its value, limit and verdict."""
     from rich.table import Table
 
-    table = Table(title="gates", title_justify="left", show_edge=False)
+    table = Table(title=GATES_TITLE, title_justify="left", show_edge=False)
     table.add_column("gate", no_wrap=True)
     for col in ("value", "limit", "verdict"):
         table.add_column(col, no_wrap=True)
     table.add_column("note", overflow="fold")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
     for v in verdicts:
-        table.add_row(v.gate.text, _fmt(v.value, percent=False) if v.value is not None else "–",
-                      "–" if v.limit is None else f"{v.limit:g}", v.verdict, v.note,
+        table.add_row(v.gate.text, gate_number(v.value), "–" if v.limit is None else f"{v.limit:.6g}", v.verdict,
+                      _gate_note(v),
                       style=styles.get(v.verdict))
     return table
+
+
+GATES_TITLE = "gates (in the gate's unit: rates as fractions 0–1, not %; MME scores in points)"
+
+
+def gate_number(value: float | None) -> str:
+    """A gate's value in the gate's unit (never rescaled to %): up to 4 decimals, at least 2."""
+    if value is None:
+        return "–"
+    text = f"{value:.4f}".rstrip("0")
+    whole, _, decimals = text.partition(".")
+    return f"{whole}.{decimals.ljust(2, '0')}"
+
+
+def _gate_note(verdict: Verdict) -> str:
+    """The verdict's note, and a hint when a rate's gate looks written in percent (`accuracy>=60`)."""
+    value, limit, gate = verdict.value, verdict.limit, verdict.gate
+    rate = gate.key.rsplit(".", 1)[-1] in _RATES
+    if rate and gate.max_drop is not None and gate.max_drop >= 1:
+        drop = gate.max_drop
+        hint = f"this metric is a fraction 0–1: a drop of {drop:g} never fails; {drop:g} pp is {drop / 100:g}"
+        return f"{verdict.note}; {hint}" if verdict.note else hint
+    if (value is not None and limit is not None and gate.max_drop is None and 0 <= value <= 1 < abs(limit)
+            and rate):
+        hint = f"this metric is a fraction 0–1: {limit:g} % is {limit / 100:g}"
+        return f"{verdict.note}; {hint}" if verdict.note else hint
+    return verdict.note
+
+
+_RATES = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
+          "circular_accuracy", "vanilla_accuracy", "mean_score")
 
 
 def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str]:

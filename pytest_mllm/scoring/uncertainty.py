@@ -6,9 +6,10 @@
   figures, …): a seeded percentile bootstrap over the benchmark's own *unit*, stratified by task.
   A unit is the set of records that share a `pair_group` (MME's two questions per image), a
   `circular_group` (MMBench's circular passes), a VRP variant's `source`, or an image within a task;
-  units are resampled, never single questions. Each resample is scored by the registered metric
-  functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`), so no metric is
-  re-implemented here; a unit drawn twice gets renamed copies so pair groups stay apart.
+  units are resampled, never single questions. A record whose image has no name (inline base64, as
+  in POPE.tsv: every such image reads "<base64>") is a unit of its own. Each resample is scored by
+  the registered metric functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`),
+  so no metric is re-implemented here; a unit drawn twice gets renamed copies so pair groups stay apart.
 
 scipy and numpy are imported only here, only when an interval is computed (the `stats` extra).
 """
@@ -89,9 +90,16 @@ def unit_of(record: Record) -> str:
     variant = record.get("variant") or {}
     if variant.get("source"):
         return f"source:{variant['source']}"
-    if record.get("image"):
+    if names_an_image(record.get("image")):
         return f"image:{record['task']}:{record['image']}"
     return f"id:{record['id']}"
+
+
+def names_an_image(name: str | None) -> bool:
+    """Whether a record's `image` tells its image apart: a file name or key, not a placeholder such as
+    "<base64>" (`ImageRef.name` of every inline image), which would make a whole task one unit, and
+    every resample that task again: an interval of zero width."""
+    return bool(name) and not (name.startswith("<") and name.endswith(">"))
 
 
 def strata(records: Sequence[Record]) -> list[list[list[Record]]]:

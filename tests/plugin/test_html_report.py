@@ -36,6 +36,10 @@ def test_html_option_writes_a_self_contained_report(pytester: pytest.Pytester) -
     html = report.read_text(encoding="utf-8")
     assert '<table class="scores">' in html and "[perception]" in html and "overall" in html
     assert "<svg" in html and "Accuracy per task" in html
+    # every score with its 95 % interval: "±" in the score's unit, bounds and method on hover, one note saying so
+    assert re.search(r'<td class="num headline">\d+\.\d\d<span class="muted pm" title="95 % interval: \d+\.\d\d to '
+                     r'\d+\.\d\d %; standard error \d+\.\d\d pp \(Wilson score interval\)"> ±\d+\.\d</span>', html)
+    assert html.count('class="muted pm"') > 20 and "± is half the width of the score&#39;s 95 % interval" in html
     assert 'id="incorrect"' in html and 'src="data:image/jpeg;base64,' in html  # thumbnails of wrong answers
     assert not EXTERNAL.search(html), EXTERNAL.search(html)
     assert not re.search(r"""url\(\s*["']?(?!#)""", html)
@@ -199,6 +203,8 @@ def test_the_report_reads_well_in_a_real_browser(replayed: Path, chromium: Chrom
     chromium.open((replayed / "second.html").as_uri())
     assert_clean_and_inert(chromium, "pytest-mllm · replay:")
     assert chromium.evaluate("document.querySelectorAll('table.scores tr').length") > 5
+    tooltips = chromium.evaluate("[...document.querySelectorAll('table.scores tr.overall .pm')].map(s => s.title)")
+    assert len(tooltips) >= 3 and all(t.startswith("95 % interval: ") for t in tooltips), tooltips
     widths = chromium.evaluate("[...document.querySelectorAll('figure.chart svg')]"
                                ".map(s => s.getBoundingClientRect().width)")
     assert len(widths) == 2 and min(widths) > 300, widths  # per task and per category

@@ -152,6 +152,72 @@ def test_values_are_formatted_for_people() -> None:
     assert format_value(360, True) == "360" and format_value(None, True) == "–"
 
 
+# -- intervals ---------------------------------------------------------------------------
+
+BOOTSTRAP = "percentile bootstrap over units, stratified by task, 1000 resamples, seed 0"
+
+
+def with_intervals(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with the `intervals` and `intervals_method` a run with scipy writes (see report/results.py)."""
+    bench = doc["benchmarks"]["bench"]
+    bench["scopes"]["categories"] = {"color <b>": {"count": 4, "accuracy": 0.75}}
+    bench["intervals"] = {
+        "accuracy": {"value": 0.75, "se": 0.2165, "ci": [0.30064, 0.95441], "method": "wilson"},
+        "score": {"value": 250.0, "se": 40.0, "ci": [180.0, 300.5], "method": "bootstrap"},
+        "existence.score": {"value": 50.0, "se": 0.0, "ci": [50.0, 50.0], "method": "bootstrap"},
+        "perception.accuracy_plus": {"value": 0.5, "se": 0.25, "ci": [0.0, 1.0], "method": "bootstrap"},
+        "category.color <b>.accuracy": {"value": 0.75, "se": 0.2165, "ci": [0.30064, 0.95441], "method": "wilson"},
+        "count.score": {"value": 200.0, "se": 1.0, "ci": ["<b>", None], "method": "bootstrap"},  # unreadable: no ±
+    }
+    bench["intervals_method"] = {"level": 0.95, "accuracy": "wilson", "other": BOOTSTRAP}
+    return doc
+
+
+def scores_html(html: str) -> str:
+    """The scores section without its charts."""
+    section = html[html.index('<section id="scores">'):]
+    return re.sub(r"<svg.*?</svg>", "", section[:section.index("</section>")], flags=re.S)
+
+
+def test_scores_show_their_interval_with_bounds_and_method_on_hover(tmp_path: Path) -> None:
+    scores = scores_html(html_of(with_intervals(document()), tmp_path))
+    # overall accuracy, a rate: ± in percentage points, the Wilson bounds in the tooltip
+    assert ('75.00<span class="muted pm" title="95 % interval: 30.06 to 95.44 %; standard error 21.65 pp '
+            '(Wilson score interval)"> ±32.7</span>') in scores
+    # an MME score (points) with the document's bootstrap method
+    assert (f'250.00<span class="muted pm" title="95 % interval: 180.00 to 300.50; standard error 40.00 ({BOOTSTRAP})">'
+            " ±60.2</span>") in scores
+    assert "50.00<span class=\"muted pm\"" in scores and "> ±0.0</span>" in scores  # a task's score
+    assert '50.00<span class="muted pm" title="95 % interval: 0.00 to 100.00 %' in scores  # the group's acc+
+    assert scores.count("±32.7") == 2  # overall and the category (name escaped in its key and its cell)
+    assert "color &lt;b&gt;" in scores and "color <b>" not in scores
+    assert "200.00</td>" in scores  # count's score: its interval is unreadable, no ± and no markup from it
+    assert "<b>" not in scores
+    assert "<p class=\"note\">± is half the width of the score&#39;s 95 % interval" in scores
+    assert f"Wilson for accuracies, otherwise a {BOOTSTRAP}." in scores
+
+
+def test_interval_text_from_the_document_is_escaped(tmp_path: Path) -> None:
+    doc = with_intervals(document())
+    doc["benchmarks"]["bench"]["intervals_method"]["other"] = INJECTED
+    doc["benchmarks"]["bench"]["intervals"]["accuracy"]["method"] = '"><script>alert(6)</script>'
+    html = html_of(doc, tmp_path)
+    assert "<script>alert" not in html and html.count("<script") == 1
+    assert "otherwise a &lt;script&gt;alert(1)&lt;/script&gt;." in html
+    assert 'title="95 % interval: 180.00 to 300.50; standard error 40.00 (&lt;script&gt;alert(1)&lt;/script&gt;)"' in html
+    assert "(&#34;&gt;&lt;script&gt;alert(6)&lt;/script&gt;)" in html
+
+
+def test_without_intervals_no_plus_minus_and_the_note_says_why(tmp_path: Path) -> None:
+    old = scores_html(html_of(document(), tmp_path))
+    assert "±" not in old and 'class="muted pm"' not in old  # a document written before intervals
+    doc = document()
+    doc["benchmarks"]["bench"]["intervals_note"] = "intervals need scipy and numpy: pip install 'pytest-mllm[stats]'"
+    scores = scores_html(html_of(doc, tmp_path))
+    assert "±" not in scores
+    assert "No uncertainty shown: intervals need scipy and numpy: pip install &#39;pytest-mllm[stats]&#39;." in scores
+
+
 # -- compare -------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,3 +244,68 @@ def test_circular_accuracy_gets_a_bootstrap_over_questions() -> None:
     low, high = found["circular_accuracy"]["ci"]
     assert low < flat["circular_accuracy"] < high and found["circular_accuracy"]["se"] > 0.04
     assert found["vanilla_accuracy"]["method"] == "bootstrap"
+
+
+# -- POPE: inline images name no image -----------------------------------------------------------
+
+POPE_SPLITS = Path(__file__).resolve().parents[2] / "fixtures" / "pope_splits"
+
+
+def pope_splits_records() -> list[dict[str, Any]]:
+    """POPE on fixtures/pope_splits answered by its recorded responses, through the core as a run does it
+    (images inline in POPE.tsv: every record's `image` is "<base64>")."""
+    from pytest_mllm.engine.spec import find_spec
+    from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+
+    evaluation = Evaluation(EvaluationSettings(model=f"replay:{POPE_SPLITS / 'responses.jsonl'}",
+                                               data={"pope": str(POPE_SPLITS)}, cache_mode="off"))
+    spec = evaluation.spec(find_spec("pope"))
+    records = evaluation.answer([(s, spec) for s in evaluation.samples_for(spec)])
+    for order, record in enumerate(records):
+        record["order"] = order
+    return records  # type: ignore[return-value]
+
+
+POPE_SETUP = MetricSetup(("accuracy", "pope"), {}, ("adversarial", "popular", "random"), "mean_f1")
+
+
+def test_a_record_whose_image_has_no_name_is_a_unit_of_its_own() -> None:
+    """Regression: all of a task's inline images read "<base64>" and made the task one unit, so every
+    resample was the task itself and POPE's F1 came out "±0.0"."""
+    assert unit_of(new_record(id="t::1", benchmark="b", task="t", image="<base64>")) == "id:t::1"
+    records = pope_splits_records()
+    assert {r["image"] for r in records} == {"<base64>"}
+    assert [len(units) for units in strata(records)] == [10, 10, 10]
+
+
+def test_pope_f1_gets_an_interval_of_positive_width() -> None:
+    records = pope_splits_records()
+    flat = POPE_SETUP.flat(records)
+    found = intervals(records, POPE_SETUP, flat, samples=500)
+    for key in ("mean_f1", "f1", "pooled_f1", "precision", "recall", "adversarial.f1", "popular.f1", "random.f1"):
+        low, high = found[key]["ci"]
+        assert found[key]["method"] == "bootstrap" and found[key]["value"] == flat[key]
+        assert high - low > 0.1 and found[key]["se"] > 0.03 and low <= flat[key] <= high, key
+
+
+def test_pope_f1_interval_matches_scipy_on_a_recorded_case() -> None:
+    """One split of fixtures/pope_splits (a stratum of its own): scipy's percentile bootstrap of F1 over its
+    questions gives an interval as wide as ours, up to resampling noise."""
+    from pytest_mllm.scoring.pope import pope_metrics
+
+    records = [r for r in pope_splits_records() if r["task"] == "popular"]
+    ours = intervals(records, POPE_SETUP, samples=4000, seed=0)["popular.f1"]
+    yes_said = np.array([r["parsed"] == "yes" for r in records])
+    yes_true = np.array([r["answer"] == "yes" for r in records])
+
+    def f1(said: Any, true: Any) -> float:
+        return pope_metrics([{"parsed": "yes" if s else "no", "answer": "yes" if t else "no"}  # type: ignore[misc]
+                             for s, t in zip(said, true)])["f1"]
+
+    theirs = scipy_stats.bootstrap((yes_said, yes_true), f1, paired=True, vectorized=False, n_resamples=4000,
+                                   method="percentile", random_state=0, confidence_level=0.95)
+    low, high = theirs.confidence_interval.low, theirs.confidence_interval.high
+    assert ours["value"] == pytest.approx(f1(yes_said, yes_true))
+    assert ours["ci"][1] - ours["ci"][0] == pytest.approx(high - low, abs=0.04)
+    assert ours["ci"] == pytest.approx([low, high], abs=0.04)
+    assert ours["se"] == pytest.approx(theirs.standard_error, rel=0.1)

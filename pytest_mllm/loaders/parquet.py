@@ -1,0 +1,393 @@
+"""Hugging Face datasets stored as parquet (lmms-eval's `lmms-lab/...`), read offline and lazily.
+
+The data root is a dataset folder as `huggingface-cli download --repo-type dataset REPO --local-dir DIR`
+leaves it (README.md whose YAML front matter lists `configs:` and their `data_files`, files such
+as `data/test-00000-of-00003.parquet` or `<config>/<split>-*.parquet`), or one parquet file.
+`data.file` (a file or a glob inside the root) overrides the discovery.
+
+At collection only the schema and the text columns are read (id, question, answer, task, choices,
+hint, references), plus the `path` field of image structs to tell an empty cell: never the image
+bytes. A sample's image is an `ImageRef` of kind "parquet" naming file, row group, row and column;
+`engine/images.py` reads that one cell when the test runs (the opened file's metadata is cached
+per process).
+
+loader_options:
+  split:    the split to read (default: the only split present)
+  config:   a config name of README.md's `configs:` (default: the default or only one), else a subfolder
+  task:     the task of every sample when no task column is mapped (default: the benchmark's name)
+  columns:  the column mapping; keys (defaults): id (none: the row's position), question (question),
+            answer (answer), task, category, image (image; a list of names, or a list column of
+            image structs: several images), choices (a list column, or a list of column names),
+            hint, references (a list column of accepted answers of open questions)
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pytest_mllm.engine.images import check_relative
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.sample import BadSample, ImageRef, Sample
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references")
+OPTION_KEYS = ("split", "config", "task", "columns")
+_DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
+_SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
+
+
+def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
+    """Samples of the chosen split's parquet files, in file and row order."""
+    assert root is not None
+    options = dict(spec.loader_options)
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise SpecError(f"{spec.path}: field 'loader_options.{unknown[0]}': unknown option of the parquet "
+                        f"loader; allowed: {', '.join(OPTION_KEYS)}")
+    columns = _columns(spec, options.get("columns"))
+    base = root if root.is_dir() else root.parent
+    files = dataset_files(spec, root, options.get("split"), options.get("config"))
+    samples: list[Sample | BadSample] = []
+    for path in files:
+        samples.extend(_file_samples(spec, base, path, columns, str(options.get("task") or spec.name)))
+    return samples
+
+
+# --- which files ------------------------------------------------------------------------------------
+
+def _columns(spec: BenchmarkSpec, raw: Any) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{spec.path}: field 'loader_options.columns' must map {', '.join(COLUMN_KEYS)} to "
+                        "column names")
+    unknown = sorted(set(raw) - set(COLUMN_KEYS))
+    if unknown:
+        raise SpecError(f"{spec.path}: field 'loader_options.columns.{unknown[0]}': unknown key; allowed: "
+                        f"{', '.join(COLUMN_KEYS)}")
+    columns = {**_DEFAULT_COLUMNS, **raw}
+    for key, value in columns.items():
+        names = value if isinstance(value, list) and key in ("image", "choices") else [value]
+        if value is not None and not all(isinstance(n, str) and n for n in names):
+            raise SpecError(f"{spec.path}: field 'loader_options.columns.{key}': {value!r} must be a column name"
+                            + (" or a list of them" if key in ("image", "choices") else ""))
+    return columns
+
+
+def read_front_matter(readme: Path) -> dict[str, Any]:
+    """The YAML front matter of a dataset card (an empty mapping when there is none)."""
+    import yaml
+
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    match = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.DOTALL)
+    if not match:
+        return {}
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{readme}: the YAML front matter is not valid YAML: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _card_splits(root: Path, entry: dict[str, Any]) -> dict[str, list[str]]:
+    """split → glob patterns of one `configs:` entry (HF: a plain pattern or list means split train)."""
+    data_files = entry.get("data_files")
+    if isinstance(data_files, (str, list)) and (isinstance(data_files, str)
+                                                 or all(isinstance(x, str) for x in data_files)):
+        return {"train": [data_files] if isinstance(data_files, str) else list(data_files)}
+    splits: dict[str, list[str]] = {}
+    for item in data_files or []:
+        if isinstance(item, dict) and item.get("split") and item.get("path"):
+            paths = item["path"]
+            splits.setdefault(str(item["split"]), []).extend([paths] if isinstance(paths, str) else list(paths))
+    return splits
+
+
+def _expand(root: Path, patterns: list[str]) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in patterns:
+        check_relative(pattern)
+        found.update(Path(p) for p in glob.glob(str(root / pattern), recursive=True))
+    return sorted(p for p in found if p.is_file() and p.suffix == ".parquet")
+
+
+def _folder_splits(folder: Path) -> dict[str, list[Path]]:
+    """split → files of a folder without a card: `<split>-00000-of-00003.parquet` or `<split>/*.parquet`."""
+    splits: dict[str, list[Path]] = {}
+    for path in sorted(folder.rglob("*.parquet")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        match = _SPLIT_FILE.match(path.stem)
+        split = match.group("split") if match else path.stem
+        if path.parent != folder and path.parent.name in ("train", "test", "validation", "dev", "val"):
+            split = path.parent.name
+        splits.setdefault(split, []).append(path)
+    return splits
+
+
+def dataset_files(spec: BenchmarkSpec, root: Path, split: Any, config: Any) -> list[Path]:
+    """The parquet files of the chosen config and split, sorted; a SpecError says what is there."""
+    if root.is_file():
+        if root.suffix != ".parquet":
+            raise SpecError(f"benchmark {spec.name!r}: {root} is not a parquet file")
+        return [root]
+    if spec.data_file:
+        files = _expand(root, [spec.data_file])
+        if not files:
+            raise SpecError(f"benchmark {spec.name!r}: no parquet file matches data.file {spec.data_file!r} "
+                            f"under {root}")
+        return files
+    card = read_front_matter(root / "README.md")
+    configs = [c for c in card.get("configs") or [] if isinstance(c, dict)]
+    splits: dict[str, list[Path]]
+    where: str
+    if configs:
+        names = [str(c.get("config_name", "default")) for c in configs]
+        if config is not None:
+            if str(config) not in names:
+                raise SpecError(f"benchmark {spec.name!r}: config {config!r} (loader_options.config) is not in "
+                                f"{root / 'README.md'}; its configs: {', '.join(names)}")
+            entry = configs[names.index(str(config))]
+        else:
+            defaults = [c for c in configs if c.get("default")] or [c for c in configs
+                                                                     if c.get("config_name", "default") == "default"]
+            if len(configs) > 1 and not defaults:
+                raise SpecError(f"benchmark {spec.name!r}: {root / 'README.md'} lists several configs "
+                                f"({', '.join(names)}); choose one with loader_options.config")
+            entry = defaults[0] if defaults else configs[0]
+        where = f"config {entry.get('config_name', 'default')!r} of {root / 'README.md'}"
+        splits = {name: _expand(root, patterns) for name, patterns in _card_splits(root, entry).items()}
+    else:
+        folder = root
+        if config is not None:
+            check_relative(str(config))
+            folder = root / str(config)
+            if not folder.is_dir():
+                raise SpecError(f"benchmark {spec.name!r}: config {config!r} (loader_options.config): no folder "
+                                f"{folder} and no README.md configs")
+        where = str(folder)
+        splits = _folder_splits(folder)
+    if not any(splits.values()):
+        raise SpecError(f"benchmark {spec.name!r}: no parquet files in {where}; point the data root at the "
+                        "folder `huggingface-cli download --repo-type dataset … --local-dir` wrote")
+    if split is None:
+        present = [name for name, files in splits.items() if files]
+        if len(present) > 1:
+            raise SpecError(f"benchmark {spec.name!r}: {where} has splits {', '.join(present)}; choose one "
+                            "with loader_options.split")
+        split = present[0]
+    files = splits.get(str(split)) or []
+    if not files:
+        raise SpecError(f"benchmark {spec.name!r}: no parquet files for split {split!r} in {where}; splits there: "
+                        f"{', '.join(n for n, f in splits.items() if f) or 'none'}")
+    return files
+
+
+# --- rows -------------------------------------------------------------------------------------------
+
+def _image_leaf(schema: Any, column: str) -> str | None:
+    """The parquet leaf holding an image struct's `path` (cheap to read), if the column has one."""
+    for i in range(len(schema)):
+        leaf = schema.column(i).path
+        if leaf.startswith(column + ".") and leaf.endswith(".path"):
+            return leaf
+    return None
+
+
+def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any],
+                  fixed_task: str) -> list[Sample | BadSample]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise SpecError(f"benchmark {spec.name!r}: cannot read parquet file {path}: {exc}") from None
+    schema = parquet.schema_arrow
+    names = set(schema.names)
+    wanted: list[str] = []
+    for key, value in columns.items():
+        for name in (value if isinstance(value, list) else [value]) if value is not None else []:
+            if name not in names:
+                raise SpecError(f"{path}: no column {name!r} (loader_options.columns.{key} of {spec.path}); "
+                                f"columns: {', '.join(schema.names)}")
+            if key != "image" and name not in wanted:
+                wanted.append(name)
+    image_columns = columns["image"] if isinstance(columns["image"], list) else (
+        [columns["image"]] if columns["image"] else [])
+    kinds: dict[str, str] = {}
+    leaves: list[str] = []
+    for name in image_columns:
+        kind = _image_kind(schema.field(name).type)
+        if kind is None:
+            raise SpecError(f"{path}: column {name!r} (loader_options.columns.image) holds {schema.field(name).type}, "
+                            "not images (a {bytes, path} struct, binary, or a list of them)")
+        kinds[name] = kind
+        leaf = _image_leaf(parquet.schema, name)
+        if leaf:
+            leaves.append(leaf)
+    table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
+    count = parquet.metadata.num_rows
+    cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
+    relative = path.resolve().relative_to(base.resolve())
+    place = _Place(base, relative.as_posix(), relative.stem)
+    starts, start = [], 0
+    for group in range(parquet.metadata.num_row_groups):
+        starts.append(start)
+        start += parquet.metadata.row_group(group).num_rows
+    samples: list[Sample | BadSample] = []
+    group = 0
+    names_read = list(cells)
+    for number in range(count):
+        row = {name: cells[name][number] for name in names_read}
+        while group + 1 < len(starts) and number >= starts[group + 1]:
+            group += 1
+        raw_id = row.get(columns["id"]) if columns.get("id") else number
+        task = str(row.get(columns["task"]) or "") if columns.get("task") else fixed_task
+        sample_id = f"{task or fixed_task}::{raw_id if raw_id not in (None, '') else f'row{number}'}"
+        try:
+            images = tuple(ref for name in image_columns
+                           for ref in _image_refs(row, name, kinds[name], place, group, number - starts[group], number))
+            samples.append(_sample(spec, row, columns, task, sample_id, raw_id, images, number, place.posix))
+        except ValueError as exc:
+            samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
+    return samples
+
+
+def _image_kind(kind: Any) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind) and kind.get_field_index("bytes") >= 0:
+        return "struct"
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return "binary"
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _image_kind(kind.value_type) in ("struct",
+                                                                                                    "binary"):
+        return "list"
+    return None
+
+
+class _Place(NamedTuple):
+    """A parquet file as its ImageRefs name it: the data root, the path inside it, the file's stem."""
+
+    base: Path
+    posix: str
+    stem: str
+
+
+def _image_refs(row: dict[str, Any], column: str, kind: str, place: _Place, group: int,
+                row_in_group: int, number: int) -> list[ImageRef]:
+    def ref(item: int) -> ImageRef:
+        suffix = f"[{item}]" if item >= 0 else ""
+        return ImageRef("parquet", f"{place.posix}#{number}/{column}{suffix}", root=place.base,
+                        cell=(group, row_in_group, column, item), label=f"{place.stem}#{number}{suffix}")
+
+    if kind == "binary" or column not in row:  # a binary column: an empty cell is told when the test runs
+        return [ref(-1)]
+    cell = row[column]
+    if kind == "struct":
+        if cell is None:
+            raise ValueError(f"field {column!r}: the image cell is empty")
+        return [ref(-1)]
+    if not cell:
+        raise ValueError(f"field {column!r}: the list of images is empty")
+    if any(item is None for item in cell):
+        raise ValueError(f"field {column!r}: image {[i for i, x in enumerate(cell) if x is None][0]} is empty")
+    return [ref(item) for item in range(len(cell))]
+
+
+def _text(value: Any, field_name: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict, bytes)):
+        raise ValueError(f"field {field_name!r}: expected text, found {type(value).__name__}")
+    return str(value).strip()
+
+
+def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], task: str, sample_id: str,
+            raw_id: Any, images: tuple[ImageRef, ...], number: int, relative: str) -> Sample:
+    if not task:
+        raise ValueError(f"field {columns['task']!r}: empty task cell")
+    if columns.get("id") and raw_id in (None, ""):
+        raise ValueError(f"field {columns['id']!r}: empty id cell")
+    question = _text(row.get(columns["question"]), columns["question"]) if columns.get("question") else ""
+    if not question:
+        raise ValueError(f"field {columns['question']!r}: empty question cell")
+    references: list[str] = []
+    if columns.get("references"):
+        cell = row.get(columns["references"])
+        if cell is not None and not isinstance(cell, list):
+            raise ValueError(f"field {columns['references']!r}: expected a list of answers, found "
+                             f"{type(cell).__name__}")
+        references = [str(x).strip() for x in cell or [] if x is not None and str(x).strip()]
+    answer_cell = row.get(columns["answer"]) if columns.get("answer") else None
+    if isinstance(answer_cell, list):  # a list answer column: the accepted answers
+        references = references or [str(x).strip() for x in answer_cell if x is not None and str(x).strip()]
+        answer = references[0] if references else ""
+    else:
+        answer = _text(answer_cell, columns.get("answer") or "answer")
+    if not answer and references:
+        answer = references[0]
+    if not answer:
+        raise ValueError(f"field {columns.get('answer') or 'answer'!r}: empty answer cell")
+    choices = _choices(row, columns.get("choices"))
+    if choices:
+        answer_type = "choice"
+        answer = _choice_answer(answer, choices, columns.get("answer") or "answer")
+    elif answer.lower() in ("yes", "no") and not references[1:]:
+        answer_type = "yes_no"
+    else:
+        answer_type = "open"
+    hint = _text(row.get(columns["hint"]), columns["hint"]) if columns.get("hint") else ""
+    category = _text(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
+    metadata: dict[str, Any] = {"source_id": str(raw_id), "hint": hint, "source": f"{relative}#{number}"}
+    if references:
+        metadata["references"] = references
+    return Sample(id=sample_id, benchmark=spec.name, task=task, question=question, answer=answer,
+                  answer_type=answer_type, images=images, choices=choices, category=category or None,
+                  metadata=metadata)
+
+
+def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
+    if not spec:
+        return ()
+    if isinstance(spec, list):
+        texts = [row.get(name) for name in spec]
+        return tuple((letter, str(text).strip()) for letter, text in zip(_LETTERS, texts)
+                     if text is not None and str(text).strip() and str(text).strip().lower() not in ("nan", "none"))
+    cell = row.get(spec)
+    if cell is None:
+        return ()
+    if isinstance(cell, str):  # some releases store the options list as its Python/JSON text
+        import ast
+
+        try:
+            cell = ast.literal_eval(cell)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"field {spec!r}: {cell[:60]!r} is not a list of options") from None
+    if not isinstance(cell, list):
+        raise ValueError(f"field {spec!r}: expected a list of options, found {type(cell).__name__}")
+    if len(cell) > len(_LETTERS):
+        raise ValueError(f"field {spec!r}: {len(cell)} options, more than {len(_LETTERS)}")
+    return tuple((letter, str(text).strip()) for letter, text in zip(_LETTERS, cell))
+
+
+def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str) -> str:
+    """The answer as an option letter: a letter, an option's index (0-based), or an option's text."""
+    letters = [letter for letter, _ in choices]
+    if answer.upper() in letters:
+        return answer.upper()
+    if answer.isdigit() and int(answer) < len(letters):
+        return letters[int(answer)]
+    for letter, text in choices:
+        if text == answer:
+            return letter
+    raise ValueError(f"field {field_name!r}: answer {answer!r} is not one of the options {letters} "
+                     "(nor an option's index or text)")
+
