@@ -65,21 +65,19 @@ class MllmHooks:
         with --mllm-shard=I/N, the tests of the other shards (`harness/shard.py`)."""
         few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
                and self.evaluation.optimized_on(i.sample)]
-        if few:
-            self.few_deselected = len(few)
-            config.hook.pytest_deselected(items=few)
-            drop = set(map(id, few))
-            items[:] = [i for i in items if id(i) not in drop]
+        self.few_deselected = len(few)
+        _deselect(config, items, few)
         if self.options.shard is not None:
-            from pytest_mllm.harness.shard import expected_records, split
+            _deselect(config, items, self._other_shards(config, items))
 
-            self.shard_expected = expected_records(items)
-            if self.is_worker:  # the controller writes the results: it learns the counts at the worker's end
-                config.workeroutput["mllm_shard_expected"] = json.dumps(self.shard_expected)  # type: ignore[attr-defined]
-            kept, dropped = split(items, *self.options.shard)
-            if dropped:
-                config.hook.pytest_deselected(items=dropped)
-                items[:] = kept
+    def _other_shards(self, config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+        """The tests --mllm-shard=I/N leaves to other machines; this shard's record counts are noted."""
+        from pytest_mllm.harness.shard import expected_records, split
+
+        self.shard_expected = expected_records(items)
+        if self.is_worker:  # the controller writes the results: it learns the counts at the worker's end
+            config.workeroutput["mllm_shard_expected"] = json.dumps(self.shard_expected)  # type: ignore[attr-defined]
+        return split(items, *self.options.shard)[1]  # type: ignore[misc]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -253,6 +251,14 @@ class MllmHooks:
         failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
         if failed_load:  # once, with the count, instead of the same message under every sample
             terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:
+    """Take `dropped` out of the run, as -k does."""
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(map(id, dropped))
+        items[:] = [i for i in items if id(i) not in gone]
 
 
 def _records_of(report: pytest.TestReport) -> list[Record]:
