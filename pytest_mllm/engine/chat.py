@@ -289,21 +289,7 @@ class ChatClient:
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
         """`chat` for each conversation, up to `concurrency` at once; results (or errors) in input order."""
-        if not conversations:
-            return []
-
-        def one(messages: Sequence[Message]) -> ChatResult | Exception:
-            try:
-                return self.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
-            except Exception as exc:  # one failure must not cancel the others
-                return exc
-
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations)),
-                                  thread_name_prefix="chat")
-        try:
-            return list(pool.map(one, conversations))
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        return _chat_each(self, model, conversations, temperature=temperature, max_tokens=max_tokens)
 
     def _scrub(self, text: str) -> str:
         """An error message scrubbed, this client's key dropped whole even when it is too short to register."""
@@ -423,17 +409,24 @@ class ReplicaClient:
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
         """`chat` for each conversation, up to every replica's concurrency at once; results in input order."""
-        if not conversations:
-            return []
+        return _chat_each(self, model, conversations, temperature=temperature, max_tokens=max_tokens)
 
-        def one(messages: Sequence[Message]) -> ChatResult | Exception:
-            try:
-                return self.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
-            except Exception as exc:  # one failure must not cancel the others
-                return exc
 
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations)), thread_name_prefix="chat")
+def _chat_each(client: ChatClient | ReplicaClient, model: str, conversations: Sequence[Sequence[Message]], *,
+               temperature: float, max_tokens: int) -> list[ChatResult | Exception]:
+    """`client.chat` for each conversation on up to `client.concurrency` threads; results or errors in order
+    (one failure never cancels the others)."""
+    if not conversations:
+        return []
+
+    def one(messages: Sequence[Message]) -> ChatResult | Exception:
         try:
-            return list(pool.map(one, conversations))
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            return client.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
+        except Exception as exc:  # noqa: BLE001 - returned in its conversation's place
+            return exc
+
+    pool = ThreadPoolExecutor(max_workers=min(client.concurrency, len(conversations)), thread_name_prefix="chat")
+    try:
+        return list(pool.map(one, conversations))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
