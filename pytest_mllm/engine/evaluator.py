@@ -125,7 +125,8 @@ class Evaluator:
         A failure is confined to its sample: bad images error alone, and a failing batch
         is halved until the culprit is alone (which also answers out-of-memory errors).
         """
-        records = [sample_record(sample, spec, render_prompt(spec.task_settings(sample.task).prompt, sample))
+        records = [sample_record(sample, spec,
+                                 render_prompt(spec.prompt_template(sample.task, bool(sample.choices)), sample))
                    for sample, spec in items]
         todo: list[tuple[Record, Sample, int]] = []
         for record, (sample, spec) in zip(records, items):

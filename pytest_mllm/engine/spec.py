@@ -37,6 +37,15 @@ class TaskSettings:
 
 
 @dataclass(frozen=True)
+class About:
+    """What the benchmarks page (docs/benchmarks.md) says of a benchmark beyond its settings."""
+
+    source: str = ""  # where users get the files the spec reads
+    reference: str = ""  # the implementation whose scores this spec reproduces
+    samples: int | None = None  # questions in the released split(s) the spec reads
+
+
+@dataclass(frozen=True)
 class BenchmarkSpec:
     """A parsed, validated benchmark spec file."""
 
@@ -49,6 +58,7 @@ class BenchmarkSpec:
     data_file: str | None = None
     parser: str = "exact"
     prompt: str = "{question}"
+    open_prompt: str | None = None  # the template of questions without options, in every task (None: prompt)
     max_new_tokens: int = 16
     metrics: tuple[str, ...] = ("accuracy",)
     headline: str = "accuracy"
@@ -57,6 +67,7 @@ class BenchmarkSpec:
     loader_options: Mapping[str, Any] = field(default_factory=dict)
     variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
+    about: About = field(default_factory=About)
 
     @property
     def subset_path(self) -> Path | None:
@@ -79,6 +90,12 @@ class BenchmarkSpec:
     def task_settings(self, task: str) -> TaskSettings:
         """The parser and prompt template that apply to `task`."""
         return self.tasks.get(task) or TaskSettings(parser=self.parser, prompt=self.prompt)
+
+    def prompt_template(self, task: str, has_choices: bool) -> str:
+        """The template of one question: `open_prompt` for one without options when set, else the task's."""
+        if not has_choices and self.open_prompt:
+            return self.open_prompt
+        return self.task_settings(task).prompt
 
     def group_of(self, task: str) -> str | None:
         """The first group that lists `task`, if any."""
@@ -193,6 +210,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         data_file=checked.data and checked.data.file,
         parser=checked.parser,
         prompt=checked.prompt,
+        open_prompt=checked.open_prompt,
         max_new_tokens=checked.max_new_tokens,
         metrics=tuple(checked.metrics),
         headline=checked.headline or ("score" if "mme_score" in checked.metrics else "accuracy"),
@@ -201,6 +219,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         loader_options=checked.loader_options or {},
         variants=checked.variants,
         subset=checked.subset,
+        about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
     )
 
 
@@ -233,6 +252,7 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
         "data.file": _PLAIN_STRING,
         "parser": one_of(sorted(parsers)),
         "prompt": _PLAIN_STRING,
+        "open_prompt": _PLAIN_STRING,
         "max_new_tokens": "{input} must be a positive integer",
         "metrics": f"must be a non-empty list of {', '.join(metrics)}",
         "metrics.#": one_of(sorted(metrics)),
@@ -391,6 +411,17 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         prompt: Text = Field(None, description="The task's prompt template (default: the spec's prompt).",
                              json_schema_extra=_no_default)
 
+    class AboutSection(BaseModel):
+        """What the benchmarks page says of the benchmark (none of it changes a score)."""
+
+        model_config = ConfigDict(extra="forbid", title="about")
+        source: Text | None = Field(None, description="Where users get the files the spec reads.",
+                                    examples=["huggingface-cli download --repo-type dataset lmms-lab/LIME"])
+        reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
+                                       examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
+        samples: Annotated[int, Field(strict=True, ge=1)] | None = Field(
+            None, description="The number of questions in the released split(s) the spec reads.")
+
     def fail(field_name: str, problem: str) -> Exception:
         return PydanticCustomError("spec", "{problem}", {"field": field_name, "problem": problem})
 
@@ -415,6 +446,10 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         prompt: Text = Field("{question}", description=(
             "The prompt template (default of every task); fields: {question}, {options}, {hint}, {task}."),
             examples=["{question} Please answer yes or no."])
+        open_prompt: Text | None = Field(None, description=(
+            "The prompt template of questions without options, in every task (default: prompt); for "
+            "benchmarks mixing multiple-choice and open questions (MMMU)."),
+            examples=["{question}\n\nAnswer the question using a single word or phrase."])
         max_new_tokens: Annotated[int, Field(strict=True, ge=1)] = Field(
             16, description="The most tokens a model may generate per answer.")
         metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
@@ -429,8 +464,8 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
             None, description="Per-task settings, by task name, in report order.")
         loader_options: Options = Field(None, description=(
-            "Options passed to the loader (tsv: task_column, task, task_separator; parquet: split, config, "
-            "task, columns: {id, question, answer, task, category, image, choices, hint, references})."),
+            "Options passed to the loader (tsv: task_column, task, task_separator, split; parquet: split, config, "
+            "task, columns: {id, question, answer, task, category, image, choices, hint, references, l2_category})."),
             examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(
@@ -439,6 +474,8 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         subset: Text | None = Field(None, description=(
             "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
             "samples run."), examples=["curated_ids.txt"])
+        about: AboutSection | None = Field(None, description=(
+            "For the benchmarks page: where the files come from, the reference implementation, the sample count."))
 
         @field_validator("subset")
         @classmethod
@@ -452,9 +489,10 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
 
         @model_validator(mode="after")
         def _templates_use_known_placeholders(self) -> SpecFile:
-            problem = template_problem(self.prompt)
-            if problem:
-                raise fail("prompt", problem)
+            for name, template in (("prompt", self.prompt), ("open_prompt", self.open_prompt)):
+                problem = template_problem(template) if template else None
+                if problem:
+                    raise fail(name, problem)
             for task, settings in (self.tasks or {}).items():
                 problem = template_problem(settings.prompt) if settings and settings.prompt else None
                 if problem:

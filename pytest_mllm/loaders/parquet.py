@@ -13,12 +13,16 @@ per process).
 
 loader_options:
   split:    the split to read (default: the only split present)
-  config:   a config name of README.md's `configs:` (default: the default or only one), else a subfolder
+  config:   a config name of README.md's `configs:` (default: the default or only one), else a subfolder;
+            "*": every config (or subfolder) in turn, in the card's (or name) order, the config
+            naming the task of its rows when no task column is mapped (MMMU: one config per subject)
   task:     the task of every sample when no task column is mapped (default: the benchmark's name)
   columns:  the column mapping; keys (defaults): id (none: the row's position), question (question),
             answer (answer), task, category, image (image; a list of names, or a list column of
-            image structs: several images), choices (a list column, or a list of column names),
-            hint, references (a list column of accepted answers of open questions)
+            image structs: several images; in a list of columns an empty cell is skipped, so a
+            row has one to all of them), choices (a list column, a list of column names, or a
+            column holding a list's Python text),
+            hint, references (a list column of accepted answers of open questions), l2_category
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references")
+COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
+               "l2_category")
 OPTION_KEYS = ("split", "config", "task", "columns")
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
@@ -49,10 +54,16 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
                         f"loader; allowed: {', '.join(OPTION_KEYS)}")
     columns = _columns(spec, options.get("columns"))
     base = root if root.is_dir() else root.parent
-    files = dataset_files(spec, root, options.get("split"), options.get("config"))
+    config = options.get("config")
+    configs = config_names(spec, root) if config == "*" else [config]
     samples: list[Sample | BadSample] = []
-    for path in files:
-        samples.extend(_file_samples(spec, base, path, columns, str(options.get("task") or spec.name)))
+    for name in configs:
+        task = str(options.get("task") or (name if config == "*" else spec.name))
+        first_row = 0  # a row's position in its split, across files (lmms-eval's doc_id)
+        for path in dataset_files(spec, root, options.get("split"), name):
+            found = _file_samples(spec, base, path, columns, task, first_row)
+            samples.extend(found)
+            first_row += len(found)  # one sample (or bad sample) per row
     return samples
 
 
@@ -131,6 +142,19 @@ def _folder_splits(folder: Path) -> dict[str, list[Path]]:
     return splits
 
 
+def config_names(spec: BenchmarkSpec, root: Path) -> list[str]:
+    """Every config of the dataset: README.md's `configs:` in order, else the subfolders holding parquet files."""
+    card = read_front_matter(root / "README.md") if root.is_dir() else {}
+    names = [str(c.get("config_name", "default")) for c in card.get("configs") or [] if isinstance(c, dict)]
+    if not names and root.is_dir():
+        names = sorted(p.name for p in root.iterdir()
+                       if p.is_dir() and not p.name.startswith(".") and any(p.rglob("*.parquet")))
+    if not names:
+        raise SpecError(f"benchmark {spec.name!r}: loader_options.config '*' needs configs in {root / 'README.md'} "
+                        f"or subfolders of parquet files in {root}; found neither")
+    return names
+
+
 def dataset_files(spec: BenchmarkSpec, root: Path, split: Any, config: Any) -> list[Path]:
     """The parquet files of the chosen config and split, sorted; a SpecError says what is there."""
     if root.is_file():
@@ -201,7 +225,7 @@ def _image_leaf(schema: Any, column: str) -> str | None:
 
 
 def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any],
-                  fixed_task: str) -> list[Sample | BadSample]:
+                  fixed_task: str, first_row: int = 0) -> list[Sample | BadSample]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -253,8 +277,13 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         sample_id = f"{task or fixed_task}::{raw_id if raw_id not in (None, '') else f'row{number}'}"
         try:
             images = tuple(ref for name in image_columns
-                           for ref in _image_refs(row, name, kinds[name], place, group, number - starts[group], number))
-            samples.append(_sample(spec, row, columns, task, sample_id, raw_id, images, number, place.posix))
+                           for ref in _image_refs(row, name, kinds[name], place, (group, number - starts[group], number),
+                                                  optional=len(image_columns) > 1))
+            if image_columns and not images:
+                raise ValueError(f"fields {', '.join(map(repr, image_columns))}: every image cell is empty")
+            sample = _sample(spec, row, columns, task, sample_id, raw_id, images, number, place.posix)
+            sample.metadata["row"] = first_row + number
+            samples.append(sample)
         except ValueError as exc:
             samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
     return samples
@@ -281,8 +310,12 @@ class _Place(NamedTuple):
     stem: str
 
 
-def _image_refs(row: dict[str, Any], column: str, kind: str, place: _Place, group: int,
-                row_in_group: int, number: int) -> list[ImageRef]:
+def _image_refs(row: dict[str, Any], column: str, kind: str, place: _Place, where: tuple[int, int, int], *,
+                optional: bool = False) -> list[ImageRef]:
+    """The images of one cell; `where` is (row group, row in it, row in the file). `optional`: one of
+    several image columns, whose empty cell holds no image rather than a missing one."""
+    group, row_in_group, number = where
+
     def ref(item: int) -> ImageRef:
         suffix = f"[{item}]" if item >= 0 else ""
         return ImageRef("parquet", f"{place.posix}#{number}/{column}{suffix}", root=place.base,
@@ -292,6 +325,8 @@ def _image_refs(row: dict[str, Any], column: str, kind: str, place: _Place, grou
         return [ref(-1)]
     cell = row[column]
     if kind == "struct":
+        if cell is None and optional:
+            return []
         if cell is None:
             raise ValueError(f"field {column!r}: the image cell is empty")
         return [ref(-1)]
@@ -346,12 +381,13 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         answer_type = "open"
     hint = _text(row.get(columns["hint"]), columns["hint"]) if columns.get("hint") else ""
     category = _text(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
+    l2_category = _text(row.get(columns["l2_category"]), columns["l2_category"]) if columns.get("l2_category") else ""
     metadata: dict[str, Any] = {"source_id": str(raw_id), "hint": hint, "source": f"{relative}#{number}"}
     if references:
         metadata["references"] = references
     return Sample(id=sample_id, benchmark=spec.name, task=task, question=question, answer=answer,
                   answer_type=answer_type, images=images, choices=choices, category=category or None,
-                  metadata=metadata)
+                  l2_category=l2_category or None, metadata=metadata)
 
 
 def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:

@@ -7,24 +7,34 @@ Accepted recordings:
 - JSON Lines with one {"id": ..., "response": text} per line, the id being the sample id of the
   test id (with or without the benchmark prefix) or the id the benchmark file gives the sample
   (its `id` field or TSV `index`); "prediction" or "text" are accepted for the response;
+- a VLMEvalKit prediction file (`{model}_{dataset}.xlsx`, `.tsv` or `.json`), matched by its
+  `index` column with the TSV's index (`models/predictions.py`);
+- an lmms-eval `--log_samples` file (`<date>_samples_<task>.jsonl`), matched by `doc_id` with the
+  sample's row position in its data file;
 - a folder in MME's official results format, matched by (subtask, image, question).
 
-A file that is none of these is a `ReplayFileError` (one message naming the formats); a sample
-the recording has no answer for errors alone, with one line naming it and the file.
+The format is told by the content, not the file name. A file that is none of these is a
+`ReplayFileError` (one message naming the formats); a sample the recording has no answer for
+errors alone, with one line naming it and the file.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pytest_mllm.loaders.mme_results import read_mme_results
+from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, is_lmms_eval_record,
+                                            is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
+                                            read_vlmevalkit_tsv, read_vlmevalkit_xlsx, vlmevalkit_json_rows)
 from pytest_mllm.sample import Request, Response, Sample
 
 _RESPONSE_KEYS = ("response", "prediction", "text")
 FORMATS = ("a --mllm-json results file ({\"records\": [...]})",
            "JSON Lines with an \"id\" and a \"response\" (or \"prediction\", \"text\") per line",
+           "a VLMEvalKit prediction file (.xlsx, .tsv or .json with \"index\" and \"prediction\" columns)",
+           "an lmms-eval --log_samples file (JSON Lines with \"doc_id\" and \"resps\" or \"filtered_resps\")",
            "a folder in MME's official results format")
 
 
@@ -49,6 +59,8 @@ class ReplayModel:
         self.path = path
         self.name = f"replay:{path}"
         self._by_id: dict[str, str] = {}
+        self._by_row: dict[int, str] = {}  # lmms-eval: doc_id → answer
+        self._row_problems: dict[int, str] = {}  # lmms-eval: doc_id → why its record holds no answer
         self._by_question: dict[tuple[str, str, str], str] = {}
         if path.is_dir():
             for line in read_mme_results(path):
@@ -60,19 +72,43 @@ class ReplayModel:
 
     def _read_file(self, path: Path) -> None:
         try:
+            with path.open("rb") as handle:
+                if handle.read(len(XLSX_MAGIC)) == XLSX_MAGIC:
+                    return self._take(lambda: read_vlmevalkit_xlsx(path))
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ReplayFileError(f"replay recording {path} cannot be read: {exc}") from None
+            raise ReplayFileError(f"replay recording {path} cannot be read: {exc} ({_formats_hint()})") from None
         try:
             document = json.loads(text)
         except json.JSONDecodeError:
-            document = None  # not one JSON document: JSON Lines, or nothing we read
+            document = None  # not one JSON document: JSON Lines, a TSV, or nothing we read
+        first = _first_line(text)
+        rows = vlmevalkit_json_rows(document)
         if isinstance(document, dict) and "records" in document:
             self._read_results(path, document["records"])
+        elif rows is not None:
+            self._take(lambda: read_vlmevalkit_json(path, rows))
+        elif is_lmms_eval_record(document) or (document is None and is_lmms_eval_record(_json_or_none(first))):
+            self._take(lambda: read_lmms_eval_samples(path, text))
+        elif document is None and "\t" in first and is_vlmevalkit_table(c.strip('"') for c in first.split("\t")):
+            self._take(lambda: read_vlmevalkit_tsv(path, text))
         elif document is None or (isinstance(document, dict) and "id" in document):
             self._read_jsonl(path, text)  # (a JSON Lines file of one line is also one JSON document)
         else:
             raise ReplayFileError(f"replay recording {path} is JSON but not a recording: {_formats_hint()}")
+
+    def _take(self, read: Callable[[], Predictions]) -> None:
+        """Answers of another tool's prediction file; a row it cannot read is one ReplayFileError."""
+        try:
+            found = read()
+        except PredictionFileError as exc:
+            raise ReplayFileError(str(exc)) from None
+        for key, answer in found.answers.items():
+            if isinstance(key, int):
+                self._by_row[key] = answer
+            else:
+                self._by_id[key] = answer
+        self._row_problems.update(found.problems)
 
     def _read_results(self, path: Path, records: Any) -> None:
         """A --mllm-json file: answers by "benchmark::id", and by the bare id where only one benchmark has it."""
@@ -111,6 +147,12 @@ class ReplayModel:
         for key in (f"{sample.benchmark}::{sample.id}", sample.id, sample.metadata.get("source_id")):
             if key in self._by_id:
                 return self._by_id[key]
+        row = sample.metadata.get("row")
+        if row in self._by_row:
+            return self._by_row[row]
+        if row in self._row_problems:
+            raise MissingPrediction(f"no recorded answer for sample {sample.benchmark}::{sample.id}: "
+                                    f"{self._row_problems[row]}")
         question_key = (sample.task, sample.image_name, sample.question)
         if question_key in self._by_question:
             return self._by_question[question_key]
@@ -125,6 +167,19 @@ class ReplayModel:
             except MissingPrediction as exc:
                 responses.append(Response("", error=str(exc)))
         return responses
+
+
+def _first_line(text: str) -> str:
+    """The first line that is not blank ("" when none is)."""
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def _json_or_none(line: str) -> Any:
+    """The line's JSON value, None when it is not JSON."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None
 
 
 def check_recording(path: str | Path) -> None:

@@ -28,7 +28,9 @@ from markupsafe import Markup
 from pytest_mllm import __version__
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
-RATE_METRICS = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio")
+RATE_METRICS = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
+                "circular_accuracy", "vanilla_accuracy", "category_mean_accuracy", "mmmu_accuracy", "mean_score",
+                "a_acc", "f_acc", "q_acc")  # 0–1 values, shown in %
 SCORE_COLUMNS = ("accuracy", "accuracy_plus", "score", "precision", "recall", "f1", "yes_ratio")
 HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "precision %",
            "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}

@@ -34,6 +34,7 @@ class ScopeView:
     records: Sequence[Record]  # every record of the scope, errors included
     values: Scope  # the scope so far: the counts, then the values of the metrics listed before
     parts: Sequence[Scope] = ()  # the scopes one level down: a group's tasks, overall's groups (its tasks if none)
+    benchmark: Sequence[Record] = ()  # every record of the benchmark (MMMU's draws span the run), when known
 
     @property
     def scored(self) -> list[Record]:
@@ -81,6 +82,10 @@ METRICS: list[Metric] = [
     Metric("category", "pytest_mllm.scoring.categories:category_sections", section=True),
     Metric("tp_eval", "pytest_mllm.tpeval.report:tp_eval_section", section=True,
            applies="pytest_mllm.tpeval.report:has_original_answers", declarable=False),
+    Metric("mmmu", "pytest_mllm.scoring.mmmu:scope_mmmu"),
+    Metric("category_mean", "pytest_mllm.scoring.category_mean:scope_category_mean", requires=("category",)),
+    Metric("ocrbench", "pytest_mllm.scoring.ocrbench:scope_ocrbench"),
+    Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench"),
 ]
 
 
@@ -123,13 +128,13 @@ def enabled_metrics(declared: Collection[str], records: Sequence[Record]) -> fro
 
 
 def scope_metrics(records: Sequence[Record], enabled: Collection[str], kind: str = "overall",
-                  parts: Sequence[Scope] = ()) -> Scope:
+                  parts: Sequence[Scope] = (), benchmark: Sequence[Record] = ()) -> Scope:
     """Counts and the enabled scope metrics for one scope (overall, a task, a group …)."""
     scored = [r for r in records if r["status"] != "error"]
     scope: Scope = {"count": len(scored), "errors": len(records) - len(scored)}
     if scored:
         scope["accuracy"] = accuracy(scored)
-    view = ScopeView(kind, records, scope, parts)
+    view = ScopeView(kind, records, scope, parts, benchmark)
     for metric in METRICS:
         if not metric.section and metric.name in enabled:
             scope.update(_load(metric.compute)(view))
@@ -153,17 +158,17 @@ def benchmark_metrics(
         by_task[record["task"]].append(record)
     ordered = [t for t in task_order if t in by_task] + [t for t in by_task if t not in task_order]
 
-    tasks = {task: scope_metrics(by_task[task], enabled, "task") for task in ordered}
+    tasks = {task: scope_metrics(by_task[task], enabled, "task", benchmark=records) for task in ordered}
     group_scopes: dict[str, Scope] = {}
     for group, members in groups.items():
         present = [t for t in members if t in by_task]
         if present:
             group_scopes[group] = scope_metrics([r for t in present for r in by_task[t]], enabled, "group",
-                                                [tasks[t] for t in present])
-    overall = scope_metrics(records, enabled, "overall", list((group_scopes or tasks).values()))
+                                                [tasks[t] for t in present], records)
+    overall = scope_metrics(records, enabled, "overall", list((group_scopes or tasks).values()), records)
 
     result: dict[str, Any] = {"overall": overall, "tasks": tasks, "groups": group_scopes}
-    view = BenchmarkView(records, lambda rs, kind: scope_metrics(rs, enabled, kind))
+    view = BenchmarkView(records, lambda rs, kind: scope_metrics(rs, enabled, kind, benchmark=records))
     for metric in METRICS:
         if metric.section and metric.name in enabled:
             result.update(_load(metric.compute)(view))

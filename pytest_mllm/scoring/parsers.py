@@ -11,6 +11,11 @@ stripped, and are named after their metric:
 * ``relaxed_accuracy``: ChartQA's 5 % numeric tolerance, else case-insensitive equality;
 * ``vqa_match``: the VQA match score over human answers (TextVQA, OK-VQA), correct at 0.6;
 * ``caption_bleu4``: sentence BLEU-4 of a caption (COCO, TextCaps, NoCaps), correct at 0.2.
+
+The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
+``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``; `references.WHOLE_RESPONSE`)
+read the whole response instead, as their reference code does. ``yes_no_vlmevalkit`` is
+VLMEvalKit's yes/no reading (HallusionBench).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 from typing import Callable
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.references import SCORERS
+from pytest_mllm.scoring.references import SCORERS, WHOLE_RESPONSE, vlmevalkit_punctuation
 
 OTHER = "other"
 
@@ -69,6 +74,18 @@ def pope(response: str, sample: Sample | None = None) -> str:
     if "No" in words or "no" in words or "not" in words:
         return "no"
     return "yes"
+
+
+def yes_no_vlmevalkit(response: str, sample: Sample | None = None) -> str:
+    """VLMEvalKit's yes/no reading (HallusionBench, exact matching): the response lowercased, its
+    punctuation treated as for TextVQA, split into words; "yes" without "no" is yes, "no" without
+    "yes" is no, anything else (both, neither) is other."""
+    words = vlmevalkit_punctuation(response.lower()).split()
+    if "yes" in words and "no" not in words:
+        return "yes"
+    if "no" in words and "yes" not in words:
+        return "no"
+    return OTHER
 
 
 UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
@@ -175,6 +192,11 @@ def answer_text(response: str, sample: Sample | None = None) -> str:
     return lines[0].strip() if lines else ""
 
 
+def response_text(response: str, sample: Sample | None = None) -> str:
+    """The whole response as given, for scorers that normalise it themselves (TextVQA, DocVQA, ChartQA, OCRBench)."""
+    return response
+
+
 def word_match_text(response: str, sample: Sample | None = None) -> str:
     """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
     word_match`): the response as their ``VQAEval`` prepares it; correct when a reference, prepared
@@ -192,6 +214,14 @@ def word_match_lenient_text(response: str, sample: Sample | None = None) -> str:
     return " ".join(normalize(response))
 
 
+def mmmu_text(response: str, sample: Sample) -> str:
+    """MMMU's own reading (`parser: mmmu`): an option letter, "random:<letters>" where MMMU draws one,
+    or the open answer's predictions; the verdict and the seeded draws are `pytest_mllm.scoring.mmmu`'s."""
+    from pytest_mllm.scoring.mmmu import parse
+
+    return parse(response, sample)
+
+
 # Open answers scored by word matching: the parser name → whether the lenient reading is used.
 WORD_MATCH_PARSERS: dict[str, bool] = {"word_match": False, "word_match_lenient": True}
 
@@ -205,9 +235,12 @@ _VERDICT_PARSERS: dict[str, Parser] = {
     "choice_lenient": multiple_choice_lenient,
     "exact": exact,
     "code_bleu4": code,
+    "mmmu": mmmu_text,
+    "yes_no_vlmevalkit": yes_no_vlmevalkit,
 }
 # Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
-SCORED_PARSERS: dict[str, Parser] = {name: answer_text for name in SCORERS}
+SCORED_PARSERS: dict[str, Parser] = {name: response_text if name in WHOLE_RESPONSE else answer_text
+                                     for name in SCORERS}
 PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 
@@ -219,6 +252,8 @@ def normalize_answer(answer: str, parser_name: str) -> str:
         return exact(answer)
     if parser_name == "code_bleu4":
         return answer
+    if parser_name == "mmmu":
+        return answer.strip()  # an option letter as given, or the open answer MMMU's matching reads
     if parser_name in WORD_MATCH_PARSERS:
         return answer.strip()  # shown as given; word matching prepares every reference itself
     if parser_name in SCORED_PARSERS:

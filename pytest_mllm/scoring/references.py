@@ -13,6 +13,12 @@ reads the answer: the response stripped, first line only.
 * ``caption_bleu4``: sentence BLEU-4 (sacrebleu) against all reference captions, in 0–1;
   correct at 0.2. LIME-M: COCO Caption, TextCaps (NoCaps in LIME's curation).
 
+The bundled TextVQA, DocVQA, ChartQA and OCRBench specs use scorers that read the whole
+response (not its first line) and accept a TSV answer cell holding a Python list literal:
+``textvqa_score`` (VLMEvalKit's VQA normalisation and accuracy, correct at 0.6), ``docvqa_anls``
+(ANLS on the response as given), ``chartqa_relaxed`` (relaxed accuracy on the response
+stripped), ``ocrbench`` and ``ocrbench_hme`` (OCRBench's substring match, `scoring/ocrbench.py`).
+
 Sources: LIME (Zhu et al. 2024, arXiv:2409.06851), whose code (github.com/kangreen0210/LIME,
 read in its mirror kangreen0210/LIME-rebuttal) is a fork of lmms-eval.
 
@@ -234,6 +240,77 @@ def caption_bleu4(answer: str, references: Sequence[str]) -> float:
     return min(1.0, max(0.0, score / 100))
 
 
+# --------------------------------------------------------------------------- VLMEvalKit's VQA scoring
+
+# TextVQA_VAL, DocVQA_VAL and ChartQA_TEST as VLMEvalKit scores them (vlmeval/dataset/utils/vqa_eval.py),
+# and OCRBench as its own script does: each reads the whole response, not its first line.
+_DIGIT_COMMA_DIGIT = re.compile(r"\d,\d")
+_LONE_PERIOD = re.compile(r"(?<!\d)\.(?!\d)")  # a period with no digit on either side
+
+
+def vlmevalkit_punctuation(text: str) -> str:
+    """VLMEvalKit's punctuation step (also its yes/no reading's): each mark of _VQA_PUNCTUATION is
+    deleted where it touches a space in the text (or the text has a digit, comma, digit), otherwise
+    replaced by a space; then at most 32 periods with no digit on either side are deleted."""
+    out = text
+    for mark in _VQA_PUNCTUATION:
+        touches = mark + " " in text or " " + mark in text
+        out = out.replace(mark, "" if touches or _DIGIT_COMMA_DIGIT.search(text) else " ")
+    return _LONE_PERIOD.sub("", out, count=_PERIOD_LIMIT)
+
+
+def normalize_textvqa_answer(text: str) -> str:
+    """VLMEvalKit's TextVQA normalisation: newlines and tabs to spaces, strip, the punctuation step
+    above, then per lowercased word: number words to digits, articles dropped, contractions restored.
+    Unlike `normalize_vqa_answer`, nothing is lowercased or dropped before the punctuation step and a
+    period after a digit stays ("5." is not "5")."""
+    text = vlmevalkit_punctuation(text.replace("\n", " ").replace("\t", " ").strip())
+    words = [_NUMBER_WORDS.get(w, w) for w in text.lower().split()]
+    return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
+
+
+def textvqa_score(answer: str, references: Sequence[str]) -> float:
+    """VQA accuracy as VLMEvalKit scores TextVQA: for each human answer, min(1, other humans giving
+    the prediction / 3), averaged. A single reference always scores 0 (it has no other humans)."""
+    mine = normalize_textvqa_answer(answer)
+    humans = [normalize_textvqa_answer(r) for r in references]
+    agreeing = sum(h == mine for h in humans)
+    shares = [Fraction(min(3, agreeing - (h == mine)), 3) for h in humans]
+    return float(sum(shares, Fraction(0)) / len(shares))
+
+
+def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
+    """ChartQA's relaxed accuracy on the whole response, stripped (references as given)."""
+    return relaxed_accuracy(answer.strip(), references)
+
+
+def list_literal(references: Sequence[str]) -> list[str]:
+    """The accepted answers: a single cell holding a Python list literal (the TSV releases'
+    multi-answer cells, read with ast.literal_eval, never eval) gives its items as text."""
+    import ast
+
+    if len(references) == 1 and references[0].lstrip().startswith("["):
+        try:
+            value = ast.literal_eval(references[0].strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError(f"answer cell {references[0][:60]!r} is not a valid list of answers") from None
+        if isinstance(value, list):
+            return [str(item) for item in value]
+    return list(references)
+
+
+def _ocrbench(answer: str, references: Sequence[str]) -> float:
+    from pytest_mllm.scoring.ocrbench import ocrbench_match
+
+    return ocrbench_match(answer, references)
+
+
+def _ocrbench_hme(answer: str, references: Sequence[str]) -> float:
+    from pytest_mllm.scoring.ocrbench import ocrbench_hme_match
+
+    return ocrbench_hme_match(answer, references)
+
+
 # --------------------------------------------------------------------------- registry
 
 # parser name → (scoring function, the score at which a sample counts as correct)
@@ -242,12 +319,21 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
     "relaxed_accuracy": (relaxed_accuracy, 1.0),
     "vqa_match": (vqa_match, 0.6),
     "caption_bleu4": (caption_bleu4, 0.2),
+    "textvqa_score": (textvqa_score, 0.6),
+    "docvqa_anls": (anls, 1.0),
+    "chartqa_relaxed": (chartqa_relaxed, 1.0),
+    "ocrbench": (_ocrbench, 1.0),
+    "ocrbench_hme": (_ocrbench_hme, 1.0),
 }
+# Scorers that read the whole response (parser `response_text`) and accept a list-literal answer cell.
+WHOLE_RESPONSE = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
 
 
 def score_answer(parser_name: str, answer: str, references: Sequence[str]) -> tuple[float, bool]:
     """(score in [0, 1], correct) of `answer` under the metric of `parser_name`."""
     scorer, threshold = SCORERS[parser_name]
+    if parser_name in WHOLE_RESPONSE:
+        references = list_literal(references)
     if not references:
         raise ValueError("no reference answer to score against")
     score = scorer(answer, references)

@@ -15,7 +15,11 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
     parsed = get_parser(record["parser"])(response.text, sample)
     if record["parser"] in SCORED_PARSERS:
         return _score_against_references(record, sample, response, parsed)
-    if record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
+    if record["parser"] == "mmmu":  # MMMU's own verdict: its option reading, or its open-answer matching
+        from pytest_mllm.scoring.mmmu import verdict
+
+        correct = verdict(response.text, sample)[1]
+    elif record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
         from pytest_mllm.vrp.code_match import relaxed_code_match
 
         correct = relaxed_code_match(response.text, sample.answer)

@@ -171,7 +171,7 @@ def test_a_missing_sacrebleu_errors_the_caption_sample_alone(monkeypatch: pytest
 
 
 def test_scored_parsers_are_registered_and_read_the_first_line() -> None:
-    assert set(SCORED_PARSERS) == set(SCORERS) == {"anls", "relaxed_accuracy", "vqa_match", "caption_bleu4"}
+    assert set(SCORED_PARSERS) == set(SCORERS) >= {"anls", "relaxed_accuracy", "vqa_match", "caption_bleu4"}
     assert set(SCORED_PARSERS) <= set(PARSERS)
     read = get_parser("anls")
     assert read("  blue\nThe bars are blue.\n", None) == "blue"  # type: ignore[arg-type]

@@ -257,3 +257,12 @@ def test_a_list_answer_column_gives_the_references(tmp_path: Path) -> None:
     assert isinstance(sample, Sample) and sample.id == "vqa::0" and sample.answer == "cat"
     assert sample.metadata["references"] == ["cat", "kitten"] and sample.answer_type == "open"
     assert load_image(sample.images[0]).size == (8, 6)  # a plain binary image column
+
+
+def test_row_positions_run_across_a_splits_files(tmp_path: Path) -> None:
+    """metadata["row"] counts rows over the split's files in order: lmms-eval's doc_id for replay."""
+    write(tmp_path / "test-00000-of-00002.parquet", rows(3, "a"))
+    write(tmp_path / "test-00001-of-00002.parquet", rows(2, "b"))
+    samples = load_samples(spec(tmp_path), tmp_path)
+    assert [s.id for s in samples] == ["bench::a0", "bench::a1", "bench::a2", "bench::b0", "bench::b1"]
+    assert [s.metadata["row"] for s in samples] == [0, 1, 2, 3, 4]

@@ -1,0 +1,37 @@
+"""OCRBench's scoring, as its own script scores it (Yuliang-Liu/MultimodalOCR, OCRBench/example.py;
+VLMEvalKit's OCRBench evaluation gives the same numbers).
+
+Per question: right (1) when any accepted answer occurs in the response as a substring, both
+lowercased, stripped and with newlines read as spaces. Handwritten Mathematical Expression
+Recognition (HME100k) keeps case and removes every space instead. No other normalisation: a
+fullwidth "ＡＢＣ" does not contain "abc".
+
+Benchmark score: the number of questions right, per question type, and in total out of the
+1000 questions (`ocrbench_score` in every scope; Text Recognition is the group of six types).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pytest_mllm.scoring.metrics import Scope, ScopeView
+
+
+def ocrbench_match(answer: str, references: Sequence[str]) -> float:
+    """1.0 when a reference, lowercased and stripped, occurs in the response lowercased and stripped
+    (newlines read as spaces), else 0.0."""
+    said = answer.lower().strip().replace("\n", " ")
+    return 1.0 if any(r.lower().strip().replace("\n", " ") in said for r in references) else 0.0
+
+
+def ocrbench_hme_match(answer: str, references: Sequence[str]) -> float:
+    """Handwritten formulas: 1.0 when a reference occurs in the response with every space removed,
+    case kept, else 0.0."""
+    said = answer.strip().replace("\n", " ").replace(" ", "")
+    return 1.0 if any(r.strip().replace("\n", " ").replace(" ", "") in said for r in references) else 0.0
+
+
+def scope_ocrbench(scope: ScopeView) -> Scope:
+    """`ocrbench_score`: the questions answered right in the scope (overall: OCRBench's score of 1000)."""
+    scored = scope.scored
+    return {"ocrbench_score": sum(1 for r in scored if r["correct"])} if scored else {}
