@@ -135,8 +135,10 @@ class MllmHooks:
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
+        if report.when != "call":
+            return None
         carried = _records_of(report)
-        if len(carried) != 1 or report.when != "call":
+        if len(carried) != 1:
             return None
         if carried[0]["status"] == "incorrect" and report.passed:
             return "incorrect", "i", ("INCORRECT", {"yellow": True})
@@ -218,8 +220,12 @@ class MllmHooks:
             paired=baseline_pairing(self.options.gates, self.results))
         if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        document = results_document(self.results, self.verdicts, self._settings())
-        self.written = self.options.outputs.write(document, self.results)
+        outputs = self.options.outputs
+        # Only the results JSON and the HTML report read the document: building it computes every metric's
+        # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
+        needed = outputs.json_path is not None or outputs.html_path is not None
+        document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
+        self.written = outputs.write(document, self.results)
 
     def _settings(self) -> dict[str, Any]:
         gates = self.options.gates
