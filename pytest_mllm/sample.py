@@ -22,17 +22,19 @@ class ImageRef:
     """Where a sample's image comes from; decoded only when a model needs it.
 
     kind: "path" (value is a path relative to `root`), "base64" (value is the encoded
-    bytes), "generated" (value is a key; `generator` draws the image), or "parquet" (one cell
+    bytes), "generated" (value is a key; `generator` draws the image), "parquet" (one cell
     of a parquet file: value is "<file relative to root>#<row>/<column>[<item>]", unique per
-    image; `cell` is (row group, row in that group, column, item in a list cell or -1)).
+    image; `cell` is (row group, row in that group, column, item in a list cell or -1)), or "tsv"
+    (base64 text inside a TSV: value is "<file relative to root>#<line>[<item>]", unique per image;
+    `cell` is (byte offset, byte length, column, item in a list cell or -1)).
     """
 
-    kind: Literal["path", "base64", "generated", "parquet"]
+    kind: Literal["path", "base64", "generated", "parquet", "tsv"]
     value: str
     root: Path | None = None
     generator: Callable[[str], "Image.Image"] | None = field(default=None, compare=False)
     label: str | None = None  # a file-like name for images that have no file
-    cell: tuple[int, int, str, int] | None = None  # kind "parquet": where the image's cell lies
+    cell: tuple[int, int, str, int] | None = None  # kinds "parquet", "tsv": where the image's cell lies
 
     @property
     def name(self) -> str:

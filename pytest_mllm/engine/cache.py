@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pytest_mllm.engine.chat import scrub
-from pytest_mllm.engine.images import ImageError, resolve_inside
+from pytest_mllm.engine.images import ImageError, resolve_inside, tsv_image_bytes
 from pytest_mllm.sample import ImageRef, Sample
 
 SCHEMA_VERSION = 2  # 2 added latency_s (a version-1 file is migrated in place)
@@ -33,6 +33,7 @@ class CacheWarning(UserWarning):
 _digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) → sha256, for this process
 _digests_lock = threading.Lock()
 _MAX_DIGESTS = 1_000_000
+_resolved: dict[tuple[Path, str], Path] = {}  # (data root, image path) → the checked file, for this process
 
 
 def _hash_file(path: Path) -> str:
@@ -60,18 +61,44 @@ def file_digest(path: Path) -> str:
     return digest
 
 
+def _resolved_image(root: Path, relative: str) -> Path:
+    """`resolve_inside(root, relative)`, memoised: resolving walks every component of both paths, and a
+    benchmark's samples name the same images again and again. Only hashing uses it; decoding an image
+    (`load_image`) checks its path afresh."""
+    key = (root, relative)
+    found = _resolved.get(key)
+    if found is None:
+        found = resolve_inside(root, relative)
+        with _digests_lock:
+            if len(_resolved) >= _MAX_DIGESTS:
+                _resolved.clear()
+            _resolved[key] = found
+    return found
+
+
 def image_digest(ref: ImageRef) -> str:
     """A content hash of an image without decoding it (files: memoised, see `file_digest`)."""
     if ref.kind == "path":
         if ref.root is None:
             raise ImageError(f"image {ref.value!r} has no data root")
-        path = resolve_inside(ref.root, ref.value)
+        path = _resolved_image(ref.root, ref.value)
         try:
             return file_digest(path)
         except OSError as exc:
             raise ImageError(f"image not readable: {path}: {exc}") from None
     if ref.kind == "base64":
         return hashlib.sha256(base64.b64decode(ref.value, validate=False)).hexdigest()
+    if ref.kind == "tsv":  # the same digest as the image's base64 text held in memory
+        return hashlib.sha256(tsv_image_bytes(ref)[0]).hexdigest()
+    if ref.kind == "parquet":  # the cell's place in a file known by its content: a changed file asks again
+        if ref.root is None:
+            raise ImageError(f"image {ref.value!r} has no data root")
+        relative, _, cell = ref.value.partition("#")
+        path = _resolved_image(ref.root, relative)
+        try:
+            return f"parquet:{file_digest(path)}#{cell}"
+        except OSError as exc:
+            raise ImageError(f"image not readable: {path}: {exc}") from None
     return "generated:" + ref.value  # the key fully determines the drawing
 
 

@@ -17,12 +17,20 @@ loader_options:
             "*": every config (or subfolder) in turn, in the card's (or name) order, the config
             naming the task of its rows when no task column is mapped (MMMU: one config per subject)
   task:     the task of every sample when no task column is mapped (default: the benchmark's name)
-  columns:  the column mapping; keys (defaults): id (none: the row's position), question (question),
+  columns:  the column mapping; keys (defaults): id (none: the row's position; a list of columns: their
+            cells joined by "_", as VLMEvalKit builds HallusionBench's index), question (question),
             answer (answer), task, category, image (image; a list of names, or a list column of
             image structs: several images; in a list of columns an empty cell is skipped, so a
             row has one to all of them), choices (a list column, a list of column names, or a
             column holding a list's Python text),
             hint, references (a list column of accepted answers of open questions), l2_category
+  answers:  answer cells as written → the answers meant ({"1": "Yes", "0": "No"}: HallusionBench's 0/1)
+  options_in_question: true when a row's options are written into its question (no choices column):
+            "Options: A: x, B: y" (Lin-Chen/MMStar) or lines "A. x" (lmms-lab/RealWorldQA); the
+            question keeps the text before them (`loaders/inline_options.py`)
+  where:    keep only the rows whose columns hold these values ({column: value or list of values},
+            compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
+            row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
 """
 
 from __future__ import annotations
@@ -34,12 +42,13 @@ from typing import Any, NamedTuple
 
 from pytest_mllm.engine.images import check_relative
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.loaders.inline_options import split_options
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category")
-OPTION_KEYS = ("split", "config", "task", "columns")
+OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where")
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
 
@@ -53,6 +62,17 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
         raise SpecError(f"{spec.path}: field 'loader_options.{unknown[0]}': unknown option of the parquet "
                         f"loader; allowed: {', '.join(OPTION_KEYS)}")
     columns = _columns(spec, options.get("columns"))
+    where = _where(spec, options.get("where"))
+    answers = options.get("answers") or {}
+    if not isinstance(answers, dict) or not all(isinstance(v, (str, int)) for v in answers.values()):
+        raise SpecError(f"{spec.path}: field 'loader_options.answers' must map answer cells to answers")
+    inline = options.get("options_in_question", False)
+    if not isinstance(inline, bool):
+        raise SpecError(f"{spec.path}: field 'loader_options.options_in_question' must be true or false")
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline)
+    if rules.inline_options and columns.get("choices"):
+        raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
+                        "question or from columns.choices, not both")
     base = root if root.is_dir() else root.parent
     config = options.get("config")
     configs = config_names(spec, root) if config == "*" else [config]
@@ -61,9 +81,9 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
         task = str(options.get("task") or (name if config == "*" else spec.name))
         first_row = 0  # a row's position in its split, across files (lmms-eval's doc_id)
         for path in dataset_files(spec, root, options.get("split"), name):
-            found = _file_samples(spec, base, path, columns, task, first_row)
+            found, rows = _file_samples(spec, base, path, columns, task, first_row, where, rules)
             samples.extend(found)
-            first_row += len(found)  # one sample (or bad sample) per row
+            first_row += rows
     return samples
 
 
@@ -81,11 +101,36 @@ def _columns(spec: BenchmarkSpec, raw: Any) -> dict[str, Any]:
                         f"{', '.join(COLUMN_KEYS)}")
     columns = {**_DEFAULT_COLUMNS, **raw}
     for key, value in columns.items():
-        names = value if isinstance(value, list) and key in ("image", "choices") else [value]
-        if value is not None and not all(isinstance(n, str) and n for n in names):
+        names = value if isinstance(value, list) and key in ("image", "choices", "id") else [value]
+        if value is not None and not (names and all(isinstance(n, str) and n for n in names)):
             raise SpecError(f"{spec.path}: field 'loader_options.columns.{key}': {value!r} must be a column name"
-                            + (" or a list of them" if key in ("image", "choices") else ""))
+                            + (" or a list of them" if key in ("image", "choices", "id") else ""))
     return columns
+
+
+class _Rules(NamedTuple):
+    """How a row's cells become a sample beyond the column mapping: answer cells mapped to answers, and
+    whether the options are read from the question's text."""
+
+    answers: dict[str, str]
+    inline_options: bool = False
+
+
+def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
+    """`loader_options.where` as column → the accepted values' texts."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{spec.path}: field 'loader_options.where' must map column names to a value or a list "
+                        "of values")
+    where: dict[str, set[str]] = {}
+    for column, values in raw.items():
+        values = values if isinstance(values, list) else [values]
+        if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
+            raise SpecError(f"{spec.path}: field 'loader_options.where.{column}': {raw[column]!r} must be a value "
+                            "or a non-empty list of values")
+        where[str(column)] = {str(v) for v in values}
+    return where
 
 
 def read_front_matter(readme: Path) -> dict[str, Any]:
@@ -224,8 +269,10 @@ def _image_leaf(schema: Any, column: str) -> str | None:
     return None
 
 
-def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any],
-                  fixed_task: str, first_row: int = 0) -> list[Sample | BadSample]:
+def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any], fixed_task: str,
+                  first_row: int = 0, where: dict[str, set[str]] | None = None,
+                  rules: _Rules | None = None) -> tuple[list[Sample | BadSample], int]:
+    """The samples of one file's rows (those `where` keeps), and the number of rows in the file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -243,6 +290,13 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
                                 f"columns: {', '.join(schema.names)}")
             if key != "image" and name not in wanted:
                 wanted.append(name)
+    where = where or {}
+    for name in where:
+        if name not in names:
+            raise SpecError(f"{path}: no column {name!r} (loader_options.where of {spec.path}); "
+                            f"columns: {', '.join(schema.names)}")
+        if name not in wanted:
+            wanted.append(name)
     image_columns = columns["image"] if isinstance(columns["image"], list) else (
         [columns["image"]] if columns["image"] else [])
     kinds: dict[str, str] = {}
@@ -272,7 +326,9 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         row = {name: cells[name][number] for name in names_read}
         while group + 1 < len(starts) and number >= starts[group + 1]:
             group += 1
-        raw_id = row.get(columns["id"]) if columns.get("id") else number
+        if any(str(row[name]) not in values for name, values in where.items()):
+            continue
+        raw_id = _raw_id(row, columns.get("id"), number)
         task = str(row.get(columns["task"]) or "") if columns.get("task") else fixed_task
         sample_id = f"{task or fixed_task}::{raw_id if raw_id not in (None, '') else f'row{number}'}"
         try:
@@ -281,12 +337,22 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
                                                   optional=len(image_columns) > 1))
             if image_columns and not images:
                 raise ValueError(f"fields {', '.join(map(repr, image_columns))}: every image cell is empty")
-            sample = _sample(spec, row, columns, task, sample_id, raw_id, images, number, place.posix)
+            sample = _sample(spec, row, columns, task, sample_id, raw_id, images, number, place.posix, rules or _Rules({}))
             sample.metadata["row"] = first_row + number
             samples.append(sample)
         except ValueError as exc:
             samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
-    return samples
+    return samples, count
+
+
+def _raw_id(row: dict[str, Any], column: str | list[str] | None, number: int) -> Any:
+    """The row's id: its id cell, its id cells joined by "_" (None if one is empty), or its position."""
+    if not column:
+        return number
+    if isinstance(column, str):
+        return row.get(column)
+    parts = [row.get(name) for name in column]
+    return None if any(part in (None, "") for part in parts) else "_".join(str(part) for part in parts)
 
 
 def _image_kind(kind: Any) -> str | None:
@@ -346,7 +412,7 @@ def _text(value: Any, field_name: str) -> str:
 
 
 def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], task: str, sample_id: str,
-            raw_id: Any, images: tuple[ImageRef, ...], number: int, relative: str) -> Sample:
+            raw_id: Any, images: tuple[ImageRef, ...], number: int, relative: str, rules: _Rules) -> Sample:
     if not task:
         raise ValueError(f"field {columns['task']!r}: empty task cell")
     if columns.get("id") and raw_id in (None, ""):
@@ -367,11 +433,14 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         answer = references[0] if references else ""
     else:
         answer = _text(answer_cell, columns.get("answer") or "answer")
+        answer = rules.answers.get(answer, answer)
     if not answer and references:
         answer = references[0]
     if not answer:
         raise ValueError(f"field {columns.get('answer') or 'answer'!r}: empty answer cell")
     choices = _choices(row, columns.get("choices"))
+    if rules.inline_options:
+        question, choices = split_options(question)
     if choices:
         answer_type = "choice"
         answer = _choice_answer(answer, choices, columns.get("answer") or "answer")

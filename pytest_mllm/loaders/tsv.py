@@ -17,15 +17,21 @@ rotated; every pass of a multiple-choice question shares the `pair_group` "<task
 1_000_000>", which `scoring/circular.py` scores together (CircularEval).
 Each sample's `metadata["row"]` is its row's position (from 0) among the rows read, the
 `doc_id` lmms-eval gives the same row.
+
+Collection reads the file once and keeps no image data: an image is an `ImageRef` of kind "tsv"
+holding the byte span of its base64 text in the file, which `engine/images.py` reads when the
+test runs (a TSV of several hundred MB collects in about the memory of its text cells).
 """
 
 from __future__ import annotations
 
 import ast
 import csv
+import itertools
 import string
 import sys
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
@@ -47,35 +53,121 @@ def _text(row: dict[str, str], column: str) -> str:
     return (row.get(column) or "").strip()
 
 
-def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Header and (first line, row) pairs of a TSV whose cells may hold megabytes of base64.
+class ImageData(NamedTuple):
+    """A row's base64 image data, kept on disk: the row's first line, the byte span (offset, length) of
+    each image in the file, in order (an image whose span cannot be told is kept as its text); or why
+    the cell is unreadable."""
+
+    line: int
+    spans: tuple[tuple[int, int] | str, ...] = ()
+    error: str = ""
+
+
+class Row(NamedTuple):
+    """One record: its first line, its cells (an image cell holding data is left empty), its image data."""
+
+    line: int
+    cells: dict[str, str]
+    data: ImageData | None
+
+
+class _Lines:
+    """A binary file's lines as text, counting lines and bytes; `taken` holds the current record's lines."""
+
+    def __init__(self, path: Path, handle: BinaryIO) -> None:
+        self.path, self.handle = path, handle
+        self.offset = self.number = 0
+        self.taken: list[str] = []
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        data = self.handle.readline()
+        if not data:
+            raise StopIteration
+        self.offset += len(data)
+        self.number += 1
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpecError(f"{self.path}:{self.number}: not UTF-8 text ({exc})") from None
+        self.taken.append(text)
+        return text
+
+
+def read_rows(path: Path) -> tuple[list[str], list[Row]]:
+    """Header and rows of a TSV whose image cells may hold megabytes of base64, read in one pass
+    without keeping the image data: each image is remembered by its byte span in the file.
 
     Cells are quoted as pandas reads them: a cell starting with `"` runs to its closing quote (tabs
-    and line breaks inside it are text, `""` is one quote).
+    and line breaks inside it are text, `""` is one quote). A line without `"` is split at its tabs.
     """
     csv.field_size_limit(sys.maxsize)
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter="\t")
-        numbered: list[tuple[int, dict[str, str]]] = []
-        try:
-            while True:
-                start = reader.line_num + 1
-                row = next(reader, None)
-                if row is None:
-                    break
-                numbered.append((max(start, 2), row))
-        except csv.Error as exc:
-            raise SpecError(f"{path}:{reader.line_num}: not a readable TSV ({exc})") from None
-        if numbered and _unclosed(numbered[-1][1]):
-            raise SpecError(f"{path}:{numbered[-1][0]}: not a readable TSV (a cell's opening '\"' is never "
-                            "closed: it runs to the end of the file)")
-        return list(reader.fieldnames or []), numbered
+    with path.open("rb") as handle:
+        lines = _Lines(path, handle)
+        header: list[str] = []
+        rows: list[Row] = []
+        cells: list[str] = []
+        while True:
+            start, first = lines.offset, lines.number + 1
+            lines.taken = []
+            text = next(lines, None)
+            if text is None:
+                break
+            if '"' in text:
+                try:  # a quoted cell: csv takes the lines it needs
+                    cells = next(csv.reader(itertools.chain([text], lines), delimiter="\t"), [])
+                except csv.Error as exc:
+                    raise SpecError(f"{path}:{lines.number}: not a readable TSV ({exc})") from None
+            else:
+                cells = text.rstrip("\r\n").split("\t") if text.strip("\r\n") else []
+            if not cells:
+                continue
+            if not header:
+                header = cells
+                continue
+            rows.append(_row(header, cells, first, start, "".join(lines.taken)))
+        if rows and _unclosed(header, cells):
+            raise SpecError(f"{path}:{rows[-1].line}: not a readable TSV (a cell's opening '\"' is never closed: "
+                            "it runs to the end of the file)")
+        return header, rows
 
 
-def _unclosed(row: dict[str, str]) -> bool:
-    """Whether the file's last row ends inside a quoted cell: a cell ran on past a line end and swallowed
-    the cells after it (which DictReader then fills with None)."""
-    return None in row.values() and any("\n" in value for value in row.values() if isinstance(value, str))
+def _unclosed(header: list[str], cells: list[str]) -> bool:
+    """Whether the file's last record ends inside a quoted cell: a cell ran on past a line end and swallowed
+    the cells after it."""
+    return len(cells) < len(header) and any("\n" in cell for cell in cells)
+
+
+def _row(header: list[str], cells: list[str], line: int, offset: int, raw: str) -> Row:
+    """A Row of `cells`, its image data (a cell longer than a reference) replaced by byte spans in `raw`,
+    the record's text starting at byte `offset` of the file."""
+    row = dict(zip(header, cells))
+    written = row.get("image") or ""
+    cell = written.strip()
+    if len(cell) <= _MAX_REFERENCE:
+        return Row(line, row, None)
+    row["image"] = ""
+    try:
+        items = cell_list(cell, "image")
+    except ValueError as exc:
+        return Row(line, row, ImageData(line, error=str(exc)))
+    if any(len(item) <= _MAX_REFERENCE for item in items):
+        return Row(line, row, ImageData(line, error="field 'image': a list item is too short to be base64 image data"))
+    position = 0  # where the cell's text starts in `raw`, when its tabs tell it (no quoted cell)
+    if '"' not in raw:
+        position = sum(len(c) + 1 for c in cells[:header.index("image")]) + len(written) - len(written.lstrip())
+    spans: list[tuple[int, int] | str] = []
+    for item in items:
+        found = position if raw.startswith(item, position) else raw.find(item, position)
+        if found < 0:  # not verbatim in the file (never so for base64): kept as text
+            spans.append(item)
+            continue
+        position = found + len(item)
+        before = found if raw.isascii() else len(raw[:found].encode("utf-8"))
+        spans.append((offset + before, len(item)))
+    return Row(line, row, ImageData(line, tuple(spans)))
 
 
 def cell_list(cell: str, field: str) -> list[str]:
@@ -99,46 +191,45 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     path = resolve_inside(root, spec.data_file) if root.is_dir() else root
     if not path.is_file():
         raise SpecError(f"benchmark {spec.name!r}: TSV file not found: {path}")
-    header, numbered = read_rows(path)
-    rows = [row for _, row in numbered]
+    header, rows = read_rows(path)
     for required in ("index", "question", "answer"):
         if required not in header:
             raise SpecError(f"{path}: missing column {required!r} (columns: {', '.join(header)})")
     if "image" not in header and "image_path" not in header:
         raise SpecError(f"{path}: needs an 'image' (base64) or 'image_path' column")
-    numbered = _select_split(spec, path, header, numbered)
+    data_by_index = {_cell(row.cells, "index"): row.data for row in rows if row.data is not None}
+    rows = _select_split(spec, path, header, rows)
     task_column = spec.loader_options.get("task_column")
     fixed_task = str(spec.loader_options.get("task", spec.name))
-    images_by_index = {_cell(r, "index"): _cell(r, "image") for r in rows if len(_cell(r, "image")) > _MAX_REFERENCE}
     letters = [c for c in _OPTION_LETTERS if c in header]
     base = root if root.is_dir() else root.parent
+    file = _DataFile(base, path.resolve(), data_by_index)
 
     separator = spec.loader_options.get("task_separator")
     samples: list[Sample | BadSample] = []
-    for position, (line_number, row) in enumerate(numbered):
-        index = _cell(row, "index")
-        for task, task_row in _tasks(row, task_column, fixed_task, separator):
+    for position, row in enumerate(rows):
+        index = _cell(row.cells, "index")
+        for task, task_row in _tasks(row.cells, task_column, fixed_task, separator):
             sample_id = f"{task}::{index}"
             try:
-                sample = _sample(spec, task_row, index, task, sample_id, letters, images_by_index, base)
+                sample = _sample(spec, task_row, index, task, sample_id, letters, _images(row, file))
                 sample.metadata["row"] = position
                 samples.append(sample)
             except ValueError as exc:
-                samples.append(BadSample(sample_id, spec.name, task, f"{path}:{line_number}: {exc}"))
+                samples.append(BadSample(sample_id, spec.name, task, f"{path}:{row.line}: {exc}"))
     return samples
 
 
-def _select_split(spec: BenchmarkSpec, path: Path, header: list[str],
-                  numbered: list[tuple[int, dict[str, str]]]) -> list[tuple[int, dict[str, str]]]:
+def _select_split(spec: BenchmarkSpec, path: Path, header: list[str], rows: list[Row]) -> list[Row]:
     """The rows of `loader_options.split` (all rows without it); a SpecError names the splits present."""
     wanted = spec.loader_options.get("split")
     if wanted is None:
-        return numbered
+        return rows
     if "split" not in header:
         raise SpecError(f"{path}: loader_options.split is {wanted!r} but the TSV has no 'split' column")
-    kept = [(number, row) for number, row in numbered if _cell(row, "split") == str(wanted)]
+    kept = [row for row in rows if _cell(row.cells, "split") == str(wanted)]
     if not kept:
-        present = sorted({_cell(row, "split") for _, row in numbered} - {""})
+        present = sorted({_cell(row.cells, "split") for row in rows} - {""})
         raise SpecError(f"{path}: no row has split {wanted!r} (loader_options.split); splits present: "
                         f"{', '.join(present) or 'none'}")
     return kept
@@ -162,7 +253,7 @@ def _tasks(row: dict[str, str], task_column: str | None, fixed_task: str,
 
 
 def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sample_id: str,
-            letters: list[str], images_by_index: dict[str, str], base: Path) -> Sample:
+            letters: list[str], images: tuple[ImageRef, ...]) -> Sample:
     if not index:
         raise ValueError("field 'index': empty cell")
     answer = _text(row, "answer")
@@ -179,7 +270,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         answer_type = "open"
     return Sample(
         id=sample_id, benchmark=spec.name, task=task, question=_cell(row, "question"),
-        answer=answer, answer_type=answer_type, images=_images(row, images_by_index, base),
+        answer=answer, answer_type=answer_type, images=images,
         choices=choices, pair_group=_circular_group(task, index) if choices else None, split=_cell(row, "split") or "test",
         category=_cell(row, "category") or None, l2_category=_cell(row, "l2-category") or None,
         metadata={"source_id": index, "hint": _cell(row, "hint")},
@@ -195,20 +286,33 @@ def _circular_group(task: str, index: str) -> str | None:
     return f"{task}::{number % CIRCULAR_OFFSET}"
 
 
-def _images(row: dict[str, str], images_by_index: dict[str, str], base: Path) -> tuple[ImageRef, ...]:
-    """The row's images in order: base64 data (its own or another row's), else files named by image_path."""
-    cell = _cell(row, "image")
-    paths = cell_list(_cell(row, "image_path"), "image_path") if _cell(row, "image_path") else []
-    if cell and len(cell) <= _MAX_REFERENCE:
-        if cell not in images_by_index:
+class _DataFile(NamedTuple):
+    """The TSV as its image refs name it: the data root (of image_path files), the TSV's resolved path,
+    every row's image data by index."""
+
+    base: Path
+    tsv: Path
+    data_by_index: dict[str, ImageData]
+
+
+def _images(row: Row, file: _DataFile) -> tuple[ImageRef, ...]:
+    """The row's images in order: base64 data (its own or another row's, read from the file when the
+    test runs), else files named by image_path."""
+    cells = row.cells
+    cell = _cell(cells, "image")
+    paths = cell_list(_cell(cells, "image_path"), "image_path") if _cell(cells, "image_path") else []
+    data = row.data
+    if cell:  # a reference: another row's index
+        if cell not in file.data_by_index:
             raise ValueError(f"field 'image': {cell!r} names no row holding image data")
-        cell = images_by_index[cell]
-    if cell:
-        data = cell_list(cell, "image")
-        if any(len(item) <= _MAX_REFERENCE for item in data):
-            raise ValueError("field 'image': a list item is too short to be base64 image data")
-        labels = list(paths) if len(paths) == len(data) else [None] * len(data)
-        return tuple(ImageRef("base64", item, label=label) for item, label in zip(data, labels))
+        data = file.data_by_index[cell]
+    if data is not None:
+        if data.error:
+            raise ValueError(data.error)
+        labels = list(paths) if len(paths) == len(data.spans) else [None] * len(data.spans)
+        many = len(data.spans) > 1
+        return tuple(_data_ref(file, data.line, span, item if many else -1, label)
+                     for item, (span, label) in enumerate(zip(data.spans, labels)))
     if not paths:
         raise ValueError("fields 'image' and 'image_path': both empty, the row has no image")
     for relative in paths:
@@ -216,4 +320,13 @@ def _images(row: dict[str, str], images_by_index: dict[str, str], base: Path) ->
             check_relative(relative)
         except ImageError as exc:
             raise ValueError(f"field 'image_path': {exc}") from None
-    return tuple(ImageRef("path", relative, root=base) for relative in paths)
+    return tuple(ImageRef("path", relative, root=file.base) for relative in paths)
+
+
+def _data_ref(file: _DataFile, line: int, span: tuple[int, int] | str, item: int, label: str | None) -> ImageRef:
+    """An image held in the TSV: kind "tsv" (its base64 read from the file by byte span when the test runs)."""
+    if isinstance(span, str):
+        return ImageRef("base64", span, label=label)
+    suffix = f"[{item}]" if item >= 0 else ""
+    return ImageRef("tsv", f"{file.tsv.name}#{line}{suffix}", root=file.tsv.parent, cell=(*span, "image", item),
+                    label=label)

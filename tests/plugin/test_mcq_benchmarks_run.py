@@ -23,7 +23,8 @@ def _args(spec_name: str) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("spec_name", ["mmstar", "seedbench", "scienceqa", "ai2d", "realworldqa", "mmt_bench",
-                                       "ai2d_parquet", "scienceqa_parquet", "mmt_bench_parquet"])
+                                       "ai2d_parquet", "scienceqa_parquet", "mmt_bench_parquet", "seedbench_parquet",
+                                       "mmstar_parquet", "realworldqa_parquet"])
 def test_scores_in_the_json_equal_vlmevalkit(pytester: pytest.Pytester, spec_name: str) -> None:
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(*_args(spec_name), f"--mllm-json={out}")
@@ -34,10 +35,13 @@ def test_scores_in_the_json_equal_vlmevalkit(pytester: pytest.Pytester, spec_nam
     assert result.parseoutcomes() == {"passed": len(golden["hit"]) - wrong, "incorrect": wrong}
     metrics = json.loads(out.read_text())["benchmarks"][spec_name]["metrics"]
     assert metrics["accuracy"] == pytest.approx(report["Overall"][0], abs=1e-12)
-    if spec_name in ("mmstar", "seedbench", "scienceqa", "ai2d", "scienceqa_parquet"):
+    if spec_name in ("mmstar", "seedbench", "scienceqa", "ai2d", "scienceqa_parquet", "mmstar_parquet"):
         categories = [c for c in report if c not in ("split", "Overall")]
         for category in categories:
             assert metrics[f"{category}.accuracy"] == pytest.approx(report[category][0], abs=1e-12), category
+    if spec_name == "seedbench_parquet":  # dimensions named by question_type_id
+        for category, number in (("Instances Counting", 5), ("Instance Attributes", 3), ("Scene Understanding", 1)):
+            assert metrics[f"{number}.accuracy"] == pytest.approx(report[category][0], abs=1e-12), category
     if spec_name.startswith("mmt_bench"):
         assert metrics["crowd_counting.accuracy"] == report["crowd_counting"][0]
         assert metrics["l2_category.counting.category_mean_accuracy"] == pytest.approx(report["Count"][0])

@@ -63,3 +63,26 @@ def test_missing_file_is_still_an_image_error(tmp_path: Path, reads: list[Path])
 
     with pytest.raises(ImageError, match="not readable"):
         image_digest(ImageRef("path", "gone.png", root=tmp_path))
+
+
+def test_a_parquet_cell_is_keyed_by_its_files_content(tmp_path: Path) -> None:
+    """A parquet image's key names its cell within the file's content hash: rewrite the file, new key."""
+    pytest.importorskip("pyarrow")
+    from pytest_mllm.loaders import load_samples
+    from pytest_mllm.engine.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "benchmarks" / "lime.yaml")
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "hf_parquet" / "lime"
+    import shutil
+
+    data = tmp_path / "lime"
+    shutil.copytree(fixture, data)
+    first = next(s for s in load_samples(spec, data) if isinstance(s, Sample))
+    key = image_digest(first.images[0])
+    assert key.startswith("parquet:") and key.endswith("#" + first.images[0].value.partition("#")[2])
+    parquet = data / first.images[0].value.partition("#")[0]
+    payload = parquet.read_bytes()
+    parquet.write_bytes(payload)  # same content, new mtime: same key
+    assert image_digest(first.images[0]) == key
+    parquet.write_bytes(payload + b"\0")  # other content: another key
+    assert image_digest(first.images[0]) != key

@@ -64,7 +64,7 @@ def test_tsv_resolves_image_cells_that_name_another_row(tmp_path: Path) -> None:
                                       f"data: {{root: {FIXTURES / 'tsv'}, file: mmbench_mini.tsv}}\n"))
     samples = load_samples(spec, spec.resolve_data_root(None))
     assert len(samples) == 8 and all(isinstance(s, Sample) for s in samples)
-    refs = [s for s in samples if s.images[0].kind == "base64"]
+    refs = [s for s in samples if s.images[0].kind == "tsv"]  # read from the file by byte span when used
     assert len(refs) == 8
     sizes = {load_image(s.images[0]).size for s in samples}
     assert sizes == {(24, 24)}

@@ -27,7 +27,10 @@ from pytest_mllm.scoring.parsers import multiple_choice
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "mcq"
 GOLDEN = json.loads((FIXTURES / "vlmevalkit_scores.json").read_text())
 TSV_SPECS = ("mmstar", "seedbench", "scienceqa", "ai2d", "realworldqa", "mmt_bench")
-PARQUET_SPECS = ("ai2d_parquet", "scienceqa_parquet", "mmt_bench_parquet")
+PARQUET_SPECS = ("ai2d_parquet", "scienceqa_parquet", "mmt_bench_parquet", "seedbench_parquet", "mmstar_parquet",
+                 "realworldqa_parquet")
+# lmms-lab/SEED-Bench names a dimension by its question_type_id: those of the fixture
+SEED_DIMENSION_IDS = {"Scene Understanding": "1", "Instance Attributes": "3", "Instances Counting": "5"}
 # VLMEvalKit's report_acc_MMT names MMT-Bench's l2-categories by abbreviations (MMT_abbrs): those of the fixture
 MMT_ABBREVIATIONS = {
     "visual_recognition": "VR", "localization": "Loc", "ocr": "OCR", "counting": "Count", "hallucination": "HLN",
@@ -61,7 +64,7 @@ def _responses(spec_name: str) -> dict[str, str]:
 def _tsv_index(spec_name: str, sample: Sample, position: int) -> str:
     """The TSV index the golden file keys a sample by (the parquet releases of AI2D and ScienceQA
     have no id column: their rows are the TSV's, whose indexes ascend)."""
-    if spec_name in ("ai2d_parquet", "scienceqa_parquet"):
+    if spec_name in ("ai2d_parquet", "scienceqa_parquet", "realworldqa_parquet"):
         return sorted(_golden(spec_name)["hit"], key=int)[position]
     return str(sample.metadata["source_id"])
 
@@ -100,14 +103,27 @@ def test_overall_and_category_accuracy_equal_vlmevalkit(spec_name: str) -> None:
     result = benchmark_metrics(_records(spec_name), spec.metrics, spec.groups, spec.task_order)
     assert result["overall"]["accuracy"] == pytest.approx(report["Overall"][0], abs=1e-12)
     categories = [c for c in report if c not in ("split", "Overall") and c not in MMT_ABBREVIATIONS.values()]
-    if spec_name == "realworldqa":  # the release has no category column
+    if spec_name.startswith("realworldqa"):  # the release has no category column
         assert categories == [] and list(result["tasks"]) == ["test"]
         return
     if spec_name == "ai2d_parquet":  # lmms-eval's AI2D release has no topic column
         return
-    assert sorted(result["tasks"]) == sorted(categories)
+    names = SEED_DIMENSION_IDS if spec_name == "seedbench_parquet" else {c: c for c in categories}
+    assert sorted(result["tasks"]) == sorted(names[c] for c in categories)
     for category in categories:
-        assert result["tasks"][category]["accuracy"] == pytest.approx(report[category][0], abs=1e-12), category
+        assert result["tasks"][names[category]]["accuracy"] == pytest.approx(report[category][0], abs=1e-12), category
+
+
+@pytest.mark.parametrize("spec_name", ["mmstar", "realworldqa"])
+def test_options_read_out_of_the_question_are_the_tsvs(spec_name: str) -> None:
+    tsv, parquet = _samples(spec_name), _samples(f"{spec_name}_parquet")
+    assert [(s.question, s.choices, s.answer) for s in parquet] == [(s.question, s.choices, s.answer) for s in tsv]
+
+
+def test_seedbench_parquet_keeps_the_image_questions_and_counts_every_row() -> None:
+    samples = _samples("seedbench_parquet")
+    assert [s.metadata["source_id"] for s in samples] == sorted(_golden("seedbench_parquet")["hit"], key=int)
+    assert [s.metadata["row"] for s in samples] == [0, 1, 3, 4, 5, 6, 8, 9]  # rows 2 and 7: video questions
 
 
 @pytest.mark.parametrize("spec_name", ["mmt_bench", "mmt_bench_parquet"])
