@@ -125,16 +125,20 @@ def main() -> int:
     wall, rss, tail = timed(pytest + ["--collect-only", "-q", "--mllm=baseline:yes"], args.dir)
     print(f"collect-only: {wall:.2f} s wall, peak RSS {rss / 1024:.0f} MiB; {tail.strip().splitlines()[-1]}")
 
-    first = " or ".join(f"r{i:06d}" for i in range(8))
-    out = args.dir / "first_batch.json"
-    wall_run, rss_run, tail = timed(pytest + [f"--mllm={args.model}", "--mllm-cache=off", "--mllm-batch-size=8",
-                                              "-k", first, f"--mllm-json={out}", "-q"], args.dir)
+    first_batch(pytest, args.model, " or ".join(f"r{i:06d}" for i in range(8)), args.dir, wall)
+    return 0
+
+
+def first_batch(pytest: list[str], model: str, selection: str, cwd: Path, collect_wall: float) -> None:
+    """Run the first batch (8 samples, `-k selection`) with `model` and print its time, memory and latency."""
+    out = cwd / "first_batch.json"
+    wall_run, rss_run, _ = timed(pytest + [f"--mllm={model}", "--mllm-cache=off", "--mllm-batch-size=8",
+                                           "-k", selection, f"--mllm-json={out}", "-q"], cwd)
     records = json.loads(out.read_text())["records"]
     latency = sum(r.get("latency_s") or 0 for r in records)
-    print(f"first batch of {len(records)} with {args.model}: {wall_run:.2f} s wall for the whole run "
+    print(f"first batch of {len(records)} with {model}: {wall_run:.2f} s wall for the whole run "
           f"(collection included), peak RSS {rss_run / 1024:.0f} MiB; recorded model latency {latency:.2f} s; "
-          f"run minus collect-only: {wall_run - wall:.2f} s")
-    return 0
+          f"run minus collect-only: {wall_run - collect_wall:.2f} s")
 
 
 if __name__ == "__main__":

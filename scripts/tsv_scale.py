@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import base64
 import io
-import json
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from parquet_scale import timed
+from parquet_scale import first_batch, timed
 
 SPEC = """name: tsvscale
 loader: tsv
@@ -106,15 +105,8 @@ def main() -> int:
           f"peak RSS max {max(peaks) / 1024:.0f} MiB")
 
     first = " or ".join(str(FIRST_INDEX + i) for i in range(8))
-    out = args.dir / "first_batch.json"
     for _ in range(args.repeat):
-        wall_run, rss_run, tail = timed(pytest + [f"--mllm={args.model}", "--mllm-cache=off", "--mllm-batch-size=8",
-                                                  "-k", first, f"--mllm-json={out}", "-q"], args.dir)
-        records = json.loads(out.read_text())["records"]
-        latency = sum(r.get("latency_s") or 0 for r in records)
-        print(f"first batch of {len(records)} with {args.model}: {wall_run:.2f} s wall for the whole run "
-              f"(collection included), peak RSS {rss_run / 1024:.0f} MiB; recorded model latency {latency:.2f} s; "
-              f"run minus median collect-only: {wall_run - statistics.median(walls):.2f} s")
+        first_batch(pytest, args.model, first, args.dir, statistics.median(walls))
     return 0
 
 

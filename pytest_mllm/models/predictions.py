@@ -22,7 +22,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 # the cell texts pandas' readers take as missing by default (VLMEvalKit reads predictions with them)
 PANDAS_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
@@ -164,16 +164,20 @@ def _generated_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def json_lines(path: Path, text: str, error: type[Exception], hint: str = "") -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line; a line that is not JSON raises `error` naming it."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise error(f"{path}:{number}: not valid JSON ({exc}){hint}") from None
+
+
 def read_lmms_eval_samples(path: Path, text: str) -> Predictions:
     """lmms-eval's samples JSON Lines: the raw response of each `doc_id` (the first record of a doc wins)."""
     found = Predictions("lmms-eval")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise PredictionFileError(f"{path}:{number}: not valid JSON ({exc})") from None
+    for number, entry in json_lines(path, text, PredictionFileError):
         if not isinstance(entry, dict) or not isinstance(entry.get("doc_id"), int) or isinstance(entry["doc_id"], bool):
             raise PredictionFileError(f"{path}:{number}: field 'doc_id' is missing or not an integer")
         doc_id = entry["doc_id"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pytest_mllm.loaders.mme_results import read_mme_results
-from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, is_lmms_eval_record,
+from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, is_lmms_eval_record, json_lines,
                                             is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
                                             read_vlmevalkit_tsv, read_vlmevalkit_xlsx, vlmevalkit_json_rows)
 from pytest_mllm.sample import Request, Response, Sample
@@ -130,13 +130,7 @@ class ReplayModel:
                 self._by_id.setdefault(sample_id, response)
 
     def _read_jsonl(self, path: Path, text: str) -> None:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ReplayFileError(f"{path}:{number}: not valid JSON ({exc}); {_formats_hint()}") from None
+        for number, entry in json_lines(path, text, ReplayFileError, f"; {_formats_hint()}"):
             key = next((k for k in _RESPONSE_KEYS if k in entry), None) if isinstance(entry, dict) else None
             if key is None or "id" not in entry:
                 raise ReplayFileError(f"{path}:{number}: needs 'id' and 'response' fields; {_formats_hint()}")
