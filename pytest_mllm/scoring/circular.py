@@ -34,7 +34,7 @@ def _index(record: Record) -> int | None:
         return None
 
 
-def _is_first_pass(record: Record) -> bool:
+def is_first_pass(record: Record) -> bool:
     index = _index(record)
     return index is not None and 0 <= index < OFFSET
 
@@ -48,7 +48,7 @@ def scope_circular(scope: ScopeView) -> Scope:
     hits = counted = errors = 0
     first_right = first_scored = 0
     for group in passes.values():
-        first = [r for r in group if _is_first_pass(r)]
+        first = [r for r in group if is_first_pass(r)]
         if not first:
             continue
         for record in first:

@@ -57,7 +57,9 @@ class Metric:
     `compute` is "module:function". A scope metric's function takes a `ScopeView` and returns
     the values it adds to that scope; a section metric's (`section=True`) takes a `BenchmarkView`
     and returns the sections it adds beside `overall`, `tasks` and `groups`. `applies`, also
-    "module:function", takes the records: when it returns True the metric runs undeclared.
+    "module:function", takes the records: when it returns True the metric runs undeclared. It
+    holds for a set of records exactly when it holds for one of them (some record shows it), so
+    the bootstrap asks it once per resampling unit.
     """
 
     name: str
@@ -118,9 +120,18 @@ def accuracy(records: Sequence[Record]) -> float:
     return sum(1 for r in records if r["correct"]) / len(records)
 
 
-def enabled_metrics(declared: Collection[str], records: Sequence[Record]) -> frozenset[str]:
-    """The declared metrics, those that apply on their own to these records, and what they require."""
-    names = set(declared) | {m.name for m in METRICS if m.applies and _load(m.applies)(records)}
+def applies_tests() -> dict[str, Callable[[Sequence[Record]], bool]]:
+    """{metric name: its `applies` test} for the metrics that switch themselves on."""
+    return {m.name: _load(m.applies) for m in METRICS if m.applies}
+
+
+def enabled_metrics(declared: Collection[str], records: Sequence[Record],
+                    applying: Collection[str] | None = None) -> frozenset[str]:
+    """The declared metrics, those that apply on their own to these records, and what they require.
+    `applying`: the metrics already known to apply (their `applies` tests are then not run)."""
+    if applying is None:
+        applying = {m.name for m in METRICS if m.applies and _load(m.applies)(records)}
+    names = set(declared) | set(applying)
     for metric in METRICS:
         if metric.name in names:
             names.update(metric.requires)
@@ -146,13 +157,16 @@ def benchmark_metrics(
     declared: Sequence[str],
     groups: Mapping[str, Sequence[str]],
     task_order: Sequence[str] = (),
+    enabled: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """All scopes of one benchmark: overall, tasks, groups, then the enabled metrics' sections.
 
     `task_order` fixes the order tasks are listed and summed in (MME's official order);
-    tasks it does not name follow in order of first appearance.
+    tasks it does not name follow in order of first appearance. `enabled`: the metrics to
+    compute when the caller has decided them (`enabled_metrics`), else decided here.
     """
-    enabled = enabled_metrics(declared, records)
+    if enabled is None:
+        enabled = enabled_metrics(declared, records)
     by_task: dict[str, list[Record]] = defaultdict(list)
     for record in records:
         by_task[record["task"]].append(record)

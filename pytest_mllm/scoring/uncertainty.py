@@ -10,6 +10,10 @@
   in POPE.tsv: every such image reads "<base64>") is a unit of its own. Each resample is scored by
   the registered metric functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`),
   so no metric is re-implemented here; a unit drawn twice gets renamed copies so pair groups stay apart.
+  Which metrics apply is decided once per unit, and a unit's renamed copies are made once per run.
+  Where every metric is a ratio of counts (accuracy, accuracy+, POPE, MME scores, circular, categories),
+  `count_bootstrap` forms all resamples at once from per-unit counts, after checking that it
+  reproduces the benchmark's own numbers; the draws, and so every number, are the same either way.
 
 scipy and numpy are imported only here, only when an interval is computed (the `stats` extra).
 """
@@ -22,12 +26,13 @@ from typing import Any, Mapping, Sequence
 
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import flatten
-from pytest_mllm.scoring.metrics import benchmark_metrics
+from pytest_mllm.scoring.metrics import applies_tests, benchmark_metrics, enabled_metrics
 
 STATS_HINT = "intervals need scipy and numpy: pip install 'pytest-mllm[stats]'"
 LEVEL = 0.95
 BOOTSTRAP_SAMPLES = 1000
 SEED = 0
+CHUNK = 100  # resamples formed together on the vectorised path
 
 Interval = dict[str, Any]  # {"value", "se", "ci": [low, high], "method"}
 
@@ -77,9 +82,10 @@ class MetricSetup:
         tasks = tuple((bench.get("scopes") or {}).get("tasks") or ())
         return cls(tuple(declared), groups, tasks, bench.get("headline") or "accuracy")
 
-    def flat(self, records: Sequence[Record]) -> dict[str, float]:
-        """The benchmark's flat metrics over `records` (the registered metric functions)."""
-        return flatten(benchmark_metrics(records, self.declared, self.groups, self.task_order), self.headline)
+    def flat(self, records: Sequence[Record], enabled: frozenset[str] | None = None) -> dict[str, float]:
+        """The benchmark's flat metrics over `records` (the registered metric functions); `enabled`: the
+        metrics to compute, when already decided."""
+        return flatten(benchmark_metrics(records, self.declared, self.groups, self.task_order, enabled), self.headline)
 
 
 def unit_of(record: Record) -> str:
@@ -140,6 +146,92 @@ def draw(rng: Any, layers: Sequence[Sequence[Sequence[Any]]]) -> list[list[tuple
     return picks
 
 
+def copy_numbers(picks: Any) -> Any:
+    """For the unit indices one stratum drew, each pick's copy number: how often that unit was drawn before
+    (`draw`'s third element), computed with numpy."""
+    import numpy as np
+
+    order = np.argsort(picks, kind="stable")
+    ranked = picks[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    ranks = np.arange(len(picks)) - np.repeat(starts, np.diff(np.r_[starts, len(picks)]))
+    copies = np.empty_like(ranks)
+    copies[order] = ranks
+    return copies
+
+
+class Resampler:
+    """Scores resamples with the registered metric functions: one resample is, per stratum, the unit
+    indices drawn (`rng.integers(0, units, units)`, as `draw` draws them)."""
+
+    def __init__(self, layers: Sequence[Sequence[Sequence[Record]]], setup: MetricSetup) -> None:
+        import numpy as np
+
+        self.layers, self.setup = layers, setup
+        self.copies: dict[tuple[int, int, int], list[Record]] = {}
+        # a metric that switches itself on does so when one record shows it: decided per unit, once
+        self.applies = {name: [np.array([test(unit) for unit in units], dtype=bool) for units in layers]
+                        for name, test in applies_tests().items()}
+
+    def records(self, picks: Sequence[Any]) -> list[Record]:
+        """The resample's records: each drawn unit's, a unit drawn again as its renamed copy."""
+        out: list[Record] = []
+        for s, chosen in enumerate(picks):
+            units = self.layers[s]
+            for u, c in zip(chosen.tolist(), copy_numbers(chosen).tolist()):
+                if c == 0:
+                    out.extend(units[u])
+                    continue
+                copy = self.copies.get((s, u, c))
+                if copy is None:
+                    copy = self.copies[(s, u, c)] = [renamed(record, c) for record in units[u]]
+                out.extend(copy)
+        return out
+
+    def flat(self, picks: Sequence[Any]) -> dict[str, float]:
+        """The resample's flat metrics."""
+        records = self.records(picks)
+        applying = {name for name, flags in self.applies.items() if any(f[p].any() for f, p in zip(flags, picks))}
+        return self.setup.flat(records, enabled_metrics(self.setup.declared, records, applying))
+
+
+def replicates(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, Any], keys: Sequence[str],
+               samples: int, seed: int) -> Any:
+    """samples × keys: each key's value on each resample (NaN where a resample lacks it)."""
+    import numpy as np
+
+    from pytest_mllm.scoring.count_bootstrap import CountReplicates
+
+    layers = strata(records)
+    sizes = [len(units) for units in layers]
+    rng = np.random.default_rng(seed)
+    out = np.full((samples, len(keys)), np.nan)
+    enabled = enabled_metrics(setup.declared, records)
+    fast = CountReplicates.build(layers, enabled, setup.groups, setup.task_order, setup.headline)
+    if fast is not None:
+        once = fast.flat(np.ones((1, fast.units)))  # every unit drawn once: the benchmark's own numbers
+        if not all(key in once and once[key][0] == flat[key] for key in keys):
+            fast = None
+    if fast is None:
+        resampler = Resampler(layers, setup)
+        for b in range(samples):
+            again = resampler.flat([rng.integers(0, n, n) for n in sizes])
+            out[b] = [again.get(key, np.nan) for key in keys]
+        return out
+    for start in range(0, samples, CHUNK):
+        weights = np.zeros((min(CHUNK, samples - start), fast.units))
+        for row in weights:
+            offset = 0
+            for n in sizes:
+                row[offset:offset + n] = np.bincount(rng.integers(0, n, n), minlength=n)
+                offset += n
+        found = fast.flat(weights)
+        for j, key in enumerate(keys):
+            if key in found:
+                out[start:start + len(weights), j] = found[key]
+    return out
+
+
 def wilson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """The Wilson score interval of k successes in n trials: the closed form of
     `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")` (the tests hold them equal), kept
@@ -194,17 +286,10 @@ def intervals(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, 
         else:
             boot_keys.append(key)
     if boot_keys and samples > 0:
-        layers = strata(records)
-        rng = np.random.default_rng(seed)
-        replicates = np.full((samples, len(boot_keys)), np.nan)
-        for b in range(samples):
-            resampled = [renamed(layers[s][u][i], c) for chosen in draw(rng, layers) for s, u, c in chosen
-                         for i in range(len(layers[s][u]))]
-            again = setup.flat(resampled)
-            replicates[b] = [again.get(key, np.nan) for key in boot_keys]
+        values = replicates(records, setup, flat, boot_keys, samples, seed)
         alpha = 1 - level
         for j, key in enumerate(boot_keys):
-            column = replicates[:, j][~np.isnan(replicates[:, j])]
+            column = values[:, j][~np.isnan(values[:, j])]
             if len(column) < 2:
                 continue
             low, high = np.quantile(column, [alpha / 2, 1 - alpha / 2])
