@@ -89,6 +89,8 @@ filled by an untimed run of each tool. Figures: medians and mins of each, pytest
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import argparse
 import json
 import os
@@ -1262,7 +1264,7 @@ class PeerPaths:
         return paths, missing
 
 
-class PeerTool:
+class PeerTool(ABC):
     """One evaluation tool: its command line for a run, and the answers that run wrote."""
 
     name = ""
@@ -1270,15 +1272,16 @@ class PeerTool:
     def __init__(self, root: Path, data: PeerData, model: Path) -> None:
         self.root, self.data, self.model = root, data, model
 
+    @abstractmethod
     def command(self, mode: str, run_dir: Path) -> tuple[list[str], dict[str, str]]:
         """The command and the extra environment of one run; `run_dir` is new and empty. Modes:
         "cold" (nothing kept), "fill" (the untimed run that fills the state of "cached" runs), "cached"."""
-        raise NotImplementedError
 
+    @abstractmethod
     def answers(self, run_dir: Path) -> dict[str, str]:
         """Each sample's answer (by pytest-mllm's sample id) as the run in `run_dir` wrote it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, output: str, mode: str, run_dir: Path) -> None:
         """PerfError unless the run's output shows a complete run, and a cached run reused its state."""
 

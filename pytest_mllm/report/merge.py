@@ -13,7 +13,6 @@ status as they would at the end of a run (`scoring/gates.py`): 0 all passed, 1 a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -29,15 +28,14 @@ class MergeError(ValueError):
 
 
 def _read(path: Path) -> dict[str, Any]:
+    from pytest_mllm.report.compare import CompareError, load_results
+
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MergeError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise MergeError(f"{path}: not JSON ({exc}); give the files written with --mllm-json") from None
-    if not isinstance(document, dict) or not isinstance(document.get("records"), list) \
-            or not isinstance(document.get("settings"), dict) or not isinstance(document.get("benchmarks"), dict):
-        raise MergeError(f"{path}: not a --mllm-json results file (no settings, benchmarks and records)")
+        document = load_results(path)
+    except CompareError as exc:
+        raise MergeError(str(exc)) from None
+    if not isinstance(document.get("records"), list) or not isinstance(document.get("settings"), dict):
+        raise MergeError(f"{path}: not a --mllm-json results file (no settings and records)")
     shard = document["settings"].get("shard")
     if not isinstance(shard, dict) or not isinstance(shard.get("index"), int) or not isinstance(shard.get("count"), int):
         raise MergeError(f"{path}: not a shard's results: it was written without --mllm-shard=I/N")
