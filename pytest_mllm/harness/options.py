@@ -34,7 +34,7 @@ def add_options(parser: pytest.Parser) -> None:
     from pytest_mllm.models.registry import ALIASES, BUILTIN_FORMS
 
     group.addoption("--mllm", metavar="MODEL", help="model under test: an alias (" + ", ".join(sorted(ALIASES))
-                    + "), " + ", ".join(BUILTIN_FORMS) + ", or a name registered under the "
+                    + "), " + ", ".join(BUILTIN_FORMS) + ", shapes-llava, or a name registered under the "
                     "pytest_mllm.models entry point")
     group.addoption("--mllm-bench", action="append", metavar="NAME", help="benchmark to run: a bundled name ("
                     + ", ".join(sorted(bundled_specs())) + ") or a spec file (.yaml); repeat or comma-separate "

@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_mllm.models.shapes_llava import is_shapes_llava, model_names as shapes_llava_names
 from pytest_mllm.sample import Model
 
 if TYPE_CHECKING:
@@ -49,14 +50,14 @@ def _entry_points() -> dict[str, Any]:
 
 def known_names() -> list[str]:
     """Every accepted model name or form, for error messages and --help."""
-    return sorted(ALIASES) + list(BUILTIN_FORMS) + sorted(_entry_points())
+    return sorted(ALIASES) + list(BUILTIN_FORMS) + shapes_llava_names() + sorted(_entry_points())
 
 
 def recognizes(spec: str) -> bool:
     """True when `spec` has a form this registry builds (without building anything)."""
     kind, _, arg = spec.partition(":")
     return (spec in ALIASES or spec == "tiny-llava" or (kind in ("baseline", "replay", "hf", "openai") and bool(arg))
-            or kind in _entry_points())
+            or is_shapes_llava(spec) or kind in _entry_points())
 
 
 def model_identity(spec: str, base_url: str | None = None) -> str | None:
@@ -73,6 +74,10 @@ def model_identity(spec: str, base_url: str | None = None) -> str | None:
         from pytest_mllm.models.tiny import ensure_tiny_llava
 
         return hf_identity(str(ensure_tiny_llava()), spec)
+    if is_shapes_llava(spec):
+        from pytest_mllm.models.shapes_llava import shapes_llava_folder
+
+        return hf_identity(str(shapes_llava_folder(spec)), spec)
     if spec in ALIASES:
         return hf_identity(ALIASES[spec], spec)
     if kind == "openai" and arg:
@@ -115,6 +120,11 @@ def make_model(spec: str, hf_options: dict[str, Any], endpoint: Endpoint | None 
         from pytest_mllm.models.tiny import ensure_tiny_llava
 
         return HFModel(str(ensure_tiny_llava()), name="tiny-llava", **hf_options)
+    if is_shapes_llava(spec):  # trained demo models shipped in the package
+        from pytest_mllm.models.hf import HFModel
+        from pytest_mllm.models.shapes_llava import shapes_llava_folder
+
+        return HFModel(str(shapes_llava_folder(spec)), name=spec, **hf_options)
     if spec in ALIASES:
         from pytest_mllm.models.hf import HFModel
 

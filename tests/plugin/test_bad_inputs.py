@@ -125,7 +125,8 @@ CASES = [
          spec(b"name: mine\nloader: jsonl\ndescription: caf\xe9\n")),
     Case("spec: two specs claim one name", ("--mllm-bench=shapes,{tmp}/mine.yaml", YES), COLLECTION,
          "two benchmark specs are named 'shapes'", spec("name: shapes\nloader: shapes\n")),
-    Case("bench: unknown bundled name", (YES, "--mllm-bench=no_such_bench"), USAGE, "unknown benchmark 'no_such_bench' in --mllm-bench"),
+    Case("bench: unknown bundled name", (YES, "--mllm-bench=no_such_bench"), USAGE,
+         "unknown benchmark 'no_such_bench' in --mllm-bench"),
     Case("bench: spec path missing", (YES, "--mllm-bench={tmp}/nope.yaml"), USAGE, "unknown benchmark"),
     Case("bench: without a model", ("--mllm-bench=shapes",), USAGE, "--mllm-bench needs a model"),
     # -- data ---------------------------------------------------------------------------------------
