@@ -417,8 +417,7 @@ def answer_loss(model, ids, mask, labels, pixel_values) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(), ignore_index=-100)
 
 
-@torch.no_grad()
-def FROZEN_IN_B(name: str) -> bool:
+def frozen_in_stage_b(name: str) -> bool:
     """Stage B keeps the vision side and the word embeddings as stage A left them (aligned)."""
     return "vision_tower" in name or "multi_modal_projector" in name or "embed_tokens" in name
 
@@ -467,6 +466,7 @@ def image_tokens(model, pixel_values: torch.Tensor) -> torch.Tensor:
     return features
 
 
+@torch.no_grad()
 def first_token_accuracy(model, data: DataSet, encoded, processor) -> dict[str, float]:
     """Per task: how often the most likely first answer token is the right one (a quick proxy)."""
     model.eval()
@@ -648,7 +648,7 @@ def train(out_dir: Path, steps: int, stage_steps: dict[str, int]) -> None:
     align_seconds, align_cpu = time.perf_counter() - align_began, time.process_time() - align_began_cpu
     print(f"stage A (alignment): {ALIGN_STEPS} steps, loss {align_loss:.3f}, {align_seconds:.0f} s", flush=True)
     for name, parameter in model.named_parameters():  # stage B trains the language model only
-        if FROZEN_IN_B(name):
+        if frozen_in_stage_b(name):
             parameter.requires_grad_(False)
     trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     decay = [p for n, p in trained if p.ndim >= 2 and "embed" not in n]
