@@ -14,6 +14,7 @@ from pytest_mllm import record as records
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
+from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
@@ -33,6 +34,7 @@ class MllmHooks:
         self.strict = options.strict
         self.is_worker = hasattr(config, "workerinput")
         self.batches = Batcher(config, evaluation, thumbnails=options.outputs.html_path is not None)
+        self.log_capture = SampleLogCapture(config)
         self.spec_paths = {p.resolve() for p in options.benchmarks}
         self.results: dict[str, BenchmarkResult] = {}
         self.verdicts: list[Verdict] = []
@@ -130,7 +132,8 @@ class MllmHooks:
         if isinstance(item, SampleItem) and call.when == "call" and item.records:
             for record in item.records:
                 record["duration_s"] = round(report.duration / len(item.records), 6)
-            report.mllm_records = records.dumps(item.records)
+            # one JSON string crosses xdist fast; in this process the records ride as they are
+            report.mllm_records = records.dumps(item.records) if self.is_worker else item.records
             report.mllm_spec = str(item.spec.path)
         return report
 

@@ -100,11 +100,17 @@ class SampleItem(pytest.Item):
         self.order = order
         self.records: list[Record] = []
 
+    @property
+    def ihook(self) -> Any:  # type: ignore[override]
+        """pytest's hooks, without its per-phase log capture (`harness/log_capture.py`)."""
+        return self.config.stash[RUN_KEY].log_capture.hook_relay(self)
+
     def runtest(self) -> None:
         if isinstance(self.sample, SkippedSample):
             pytest.skip(self.sample.reason)  # a sample this run does not apply to: not an error
         run = self.config.stash[RUN_KEY]
-        record = run.record_for(self)
+        with run.log_capture.call_phase(self):
+            record = run.record_for(self)
         self.records = [record]
         if record["status"] == "error":
             raise SampleError(record["error"])
@@ -126,11 +132,12 @@ class VrpPropertyItem(SampleItem):
     def runtest(self) -> None:
         from pytest_mllm.vrp.property import check_relation
 
-        evaluation = self.config.stash[RUN_KEY].evaluation
-        settings = evaluation.settings
-        check_relation(self.sample, self.spec, self._answer,  # type: ignore[arg-type]
-                       examples=settings.vrp_examples, keep=self._keep, max_pixels=settings.max_pixels,
-                       failures=settings.cache_path.parent / "vrp_failures")
+        run = self.config.stash[RUN_KEY]
+        settings = run.evaluation.settings
+        with run.log_capture.call_phase(self):
+            check_relation(self.sample, self.spec, self._answer,  # type: ignore[arg-type]
+                           examples=settings.vrp_examples, keep=self._keep, max_pixels=settings.max_pixels,
+                           failures=settings.cache_path.parent / "vrp_failures")
 
     def _answer(self, sample: Sample, spec: BenchmarkSpec) -> Record:
         record = self.config.stash[RUN_KEY].evaluation.answer([(sample, spec)])[0]

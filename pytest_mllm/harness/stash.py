@@ -7,6 +7,7 @@ from typing import Protocol
 import pytest
 
 from pytest_mllm.evaluation import Evaluation
+from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.record import Record
 
 
@@ -15,6 +16,7 @@ class HarnessRun(Protocol):
 
     evaluation: Evaluation
     strict: bool
+    log_capture: SampleLogCapture
 
     def record_for(self, item: pytest.Item) -> Record:
         """The record of a sample test, answered in a batch with the tests this process runs next."""
