@@ -47,6 +47,9 @@ Suite "hotpath" times figures a, b and f below; suite "throughput" all of a to f
       per-record `latency_s` of the plugin run (what HFModel.generate measures: chat template,
       processor, generate, decode) against the raw loop's time for the same steps, and
       whether the plugin's answers equal the raw loop's.
+  a2. (suite "throughput") the in-process figure of a on the bigger random LLaVA of d (all 360
+      samples, its own raw loop): a model whose batch takes 0.2 s rather than 25 ms, where the
+      per-test cost weighs as it would on a real model (information, no goal).
   b.  a fully cached re-run of the --samples benchmark against the plain run of c2 (goal <=
       1.2x): a conftest in a subfolder registers "perf-model", a model with an `identity`
       (so the plugin caches its answers) that answers instantly; one untimed run fills the
@@ -422,11 +425,12 @@ class RawLoop(Stats):
     line with the timings of one pass over all samples; `times` are those loop times.
     """
 
-    def __init__(self, label: str, cwd: Path, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, label: str, cwd: Path, env: dict[str, str], log_path: Path, folder: Path | None = None) -> None:
         super().__init__(label)
         self.log_path = log_path
+        model = [str(folder)] if folder is not None else []
         with log_path.open("wb") as log:
-            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "_raw-loop"], cwd=cwd,
+            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "_raw-loop", *model], cwd=cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          text=True)
         self.ready: dict[str, Any] = {}
@@ -466,15 +470,16 @@ class RawLoop(Stats):
                 self.proc.wait()
 
 
-def raw_loop_worker() -> int:
-    """The `_raw-loop` mode: load the tiny LLaVA as a plain pytest run does, then time loops on request."""
+def raw_loop_worker(folder: Path | None) -> int:
+    """The `_raw-loop` mode: load the tiny LLaVA (or the model `folder`) as a plain pytest run does, then
+    time loops on request."""
     start = time.perf_counter()
     import torch
 
     from pytest_mllm.models.hf import HFModel
     from pytest_mllm.models.tiny import ensure_tiny_llava
 
-    model = HFModel(str(ensure_tiny_llava()), name="tiny-llava")  # no num_threads: torch's default, as in the plugin
+    model = HFModel(str(folder or ensure_tiny_llava()), name="raw")  # no num_threads: torch's default, as in the plugin
     load_s = time.perf_counter() - start
 
     from pytest_mllm.engine.images import load_image
@@ -847,9 +852,6 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
         return plugin, f(raw.times) / n, plugin_cpu, f(raw.cpu_times) / n
 
     med, best = per_sample(statistics.median), per_sample(min)
-    after_first = n - BATCH_SIZE  # the in-process window: every batch but the first, and the session's finish
-    plugin_steady = [d["window_s"] / after_first for d in full.details]
-    raw_steady = [(d["total_s"] - d["first_batch_s"]) / after_first for d in raw.details]
     # Runs of one repetition are adjacent in time: their ratios are paired against slow drifts.
     paired = [(r / n) / ((f - o) / (n - 1)) for f, o, r in zip(full.times, one.times, raw.times)]
     answers = raw.details[0]["_answers"] if raw.details else []
@@ -860,13 +862,7 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
         "raw_s_per_sample": {"median": med[1], "min": best[1], "cpu_median": med[3]},
         "throughput_ratio": {"median": med[1] / med[0], "min": best[1] / best[0], "cpu_median": med[3] / med[2],
                              "per_repetition": paired, "median_of_repetitions": statistics.median(paired)},
-        "in_process": {
-            "plugin_s_per_sample": {"median": statistics.median(plugin_steady), "min": min(plugin_steady)},
-            "raw_s_per_sample": {"median": statistics.median(raw_steady), "min": min(raw_steady)},
-            "throughput_ratio": {"median": statistics.median(raw_steady) / statistics.median(plugin_steady),
-                                 "min": min(raw_steady) / min(plugin_steady),
-                                 "per_repetition": [r / p for r, p in zip(raw_steady, plugin_steady)]}},
-        "session_finish_s": {"median": full.detail_median("finish_s"), "min": full.detail_min("finish_s")},
+        "in_process": in_process_figures(full, raw),
         "plugin_generation_s": {"median": full.detail_median("latency_sum_s"), "min": full.detail_min("latency_sum_s")},
         "raw_generation_s": {"median": raw.detail_median("model_s"), "min": raw.detail_min("model_s")},
         "raw_images_s": {"median": raw.detail_median("images_s")},
@@ -874,6 +870,20 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
                              "min": raw.detail_min("model_s") / full.detail_min("latency_sum_s")},
         "raw_load_s": raw.ready.get("load_s"), "torch_threads": raw.ready.get("threads"),
         "answers_differing": differ,
+    }
+
+
+def in_process_figures(full: Case, raw: RawLoop) -> dict[str, Any]:
+    """Per sample after the first batch, inside the plugin's run (its window plugin) and the raw loop."""
+    after_first = SHAPES_SAMPLES - BATCH_SIZE
+    plugin = [d["window_s"] / after_first for d in full.details]
+    loop = [(d["total_s"] - d["first_batch_s"]) / after_first for d in raw.details]
+    return {
+        "plugin_s_per_sample": {"median": statistics.median(plugin), "min": min(plugin)},
+        "raw_s_per_sample": {"median": statistics.median(loop), "min": min(loop)},
+        "throughput_ratio": {"median": statistics.median(loop) / statistics.median(plugin),
+                             "min": min(loop) / min(plugin), "per_repetition": [r / p for r, p in zip(loop, plugin)]},
+        "session_finish_s": {"median": full.detail_median("finish_s"), "min": full.detail_min("finish_s")},
     }
 
 
@@ -913,6 +923,7 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
                    cached=ratios["cached"]["median"] <= CACHED_GOAL)
         goals.update(throughput_ratio=THROUGHPUT_GOAL, cached_ratio=CACHED_GOAL)
     if "throughput" in suites:
+        ratios["throughput_bigger"] = in_process_figures(cases["a2_full"], cases["a2_raw"])  # type: ignore[arg-type]
         ratios["xdist"] = ratio(cases["d_n2"], cases["d_n1"])
         for server in ("serve", "sim"):
             ratios[f"openai_{server}"] = {**ratio(cases[f"e_{server}_c8"], cases[f"e_{server}_c1"]),
@@ -931,6 +942,7 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
 
     figures = {"collect": ["collect_plugin", "collect_plain"], "run": ["run_plugin", "run_plain"],
                "run_n2": ["run_n2_plugin", "run_n2_plain"], "throughput": ["a_full", "a_one", "a_raw"],
+               "throughput_bigger": ["a2_full", "a2_raw"],
                "cached": ["cached_plugin", "cached_json", "run_plain"], "fixed": ["f_plugin8", "f_floor"], "xdist": ["d_n1", "d_n2"],
                "openai_serve": ["e_serve_c1", "e_serve_c8"], "openai_sim": ["e_sim_c1", "e_sim_c8"]}
     spreads = {name: max(cases[key].spread for key in keys) for name, keys in figures.items()
@@ -961,6 +973,10 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         table.add_row(label, f"{r['median']:.2f}{unit}", f"{r['min']:.2f}{unit}",
                       f"{r['cpu_median']:.2f}{unit}" if cpu and "cpu_median" in r else "", goal)
 
+    def ms(label: str, r: dict[str, float]) -> None:
+        table.add_row(label, f"{1e3 * r['median']:.1f} ms", f"{1e3 * r['min']:.1f} ms",
+                      f"{1e3 * r['cpu_median']:.1f} ms" if "cpu_median" in r else "", "")
+
     if "core" in suites:
         seconds("collect_plugin", f"< {COLLECT_GOAL_S:g} s: {verdict(met['collect'], 'collect')}")
         seconds("collect_plain", "(reference)")
@@ -977,9 +993,6 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         seconds("a_one", "(one-off: start, load, warm-up)")
         seconds("a_raw", f"(its model load, {tp['raw_load_s']:.1f} s, not counted)")
 
-        def ms(label: str, r: dict[str, float]) -> None:
-            table.add_row(label, f"{1e3 * r['median']:.1f} ms", f"{1e3 * r['min']:.1f} ms",
-                          f"{1e3 * r['cpu_median']:.1f} ms" if "cpu_median" in r else "", "")
 
         steady = tp["in_process"]
         after_first = SHAPES_SAMPLES - BATCH_SIZE
@@ -1008,6 +1021,13 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
                       f"{cases['f_plugin8'].best - cases['f_floor'].best:.2f} s", "", "")
     if "throughput" in suites:
         table.add_section()
+        bigger = ratios["throughput_bigger"]
+        seconds("a2_full", "(in-process: after the first batch)")
+        seconds("a2_raw")
+        ms(f"a2. plugin per sample, in-process/{SHAPES_SAMPLES - BATCH_SIZE}", bigger["plugin_s_per_sample"])
+        ms(f"a2. raw per sample, after batch 1/{SHAPES_SAMPLES - BATCH_SIZE}", bigger["raw_s_per_sample"])
+        times("a2. throughput plugin/raw, bigger LLaVA", bigger["throughput_ratio"], "(information)", cpu=False)
+        table.add_section()
         seconds("d_n1")
         seconds("d_n2")
         times("d. -n 2 / -n 1", ratios["xdist"], f"expect < 1: {verdict(met['xdist'], 'xdist')}")
@@ -1033,7 +1053,7 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
             f"a. {SHAPES_SAMPLES} shapes samples, batch {BATCH_SIZE}, torch threads {tp['torch_threads']} in both; "
             f"in-process (the goal's figure): plugin = time inside the 360-sample run from the end of the first "
             f"batch's {BATCH_SIZE} tests to the end of the last test, per sample after the first batch (then the "
-            f"session finish: scores, results JSON, terminal summary, {tp['session_finish_s']['median']:.2f} s); "
+            f"session finish: scores, results JSON, terminal summary, {tp['in_process']['session_finish_s']['median']:.2f} s); "
             f"raw = its loop minus its first batch, per sample after it; differencing: plugin per "
             f"sample = (360-sample run - 1-sample run)/359 (shared: start, collection, model load, first "
             f"generate); raw = loop time/360 (images {tp['raw_images_s']['median']:.2f} s of it); plugin answers "
@@ -1742,7 +1762,11 @@ def throughput_cases(llava: Path) -> dict[str, Case]:
     """Figure d; e is made once its servers run."""
     root = llava.parent
     shapes = SHAPES_ARGS
+    a2_json = root / "a2_full.json"
     return {
+        "a2_full": Case("a2. plugin, 360 samples, bigger LLaVA", expected=SHAPES_SAMPLES, json_path=a2_json,
+                        inspect=windowed(generation_details(SHAPES_SAMPLES), root / "window.json", SHAPES_SAMPLES),
+                        args=[f"--mllm=hf:{llava}", *shapes, f"--mllm-json={a2_json}", "-p", WINDOW_MODULE]),
         "d_n1": Case("d. -n 1, bigger LLaVA", expected=160, json_path=root / "d_n1.json", inspect=generation_details(160),
                      args=[f"--mllm=hf:{llava}", *shapes, "-k", XDIST_SELECTION, "-n", "1",
                            f"--mllm-json={root / 'd_n1.json'}"]),
@@ -1779,6 +1803,7 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
     else:
         cases["run_plain"] = core["run_plain"]  # b.'s reference
     raw: RawLoop | None = None
+    raw_bigger: RawLoop | None = None
     serve: TransformersServe | None = None
     clock = time.perf_counter()
     elapsed = info["elapsed_s"] = {}
@@ -1827,7 +1852,11 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
             if build.returncode != 0:
                 raise PerfError(f"building the bigger LLaVA failed:\n{output[-2000:]}")
             info["llava_parameters"] = json.loads(output.strip().splitlines()[-1])["parameters"]
+            raw_bigger = RawLoop("a2. raw generate loop, 360, bigger LLaVA", work.root, env, tmp / "raw-loop-bigger.log",
+                                 folder=tmp / "llava-bigger")
+            cases["a2_raw"] = raw_bigger
             serve.wait_healthy()
+            raw_bigger.wait_ready()
         if raw is not None:
             raw.wait_ready()
         lap("set-up")
@@ -1855,7 +1884,9 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
         if "throughput" in suites:
             assert serve is not None
             info["load"]["throughput"] = [load_average(), None]
-            measure([[cases["d_n1"], cases["d_n2"]]], args.repeat, work.root, env, log)
+            assert raw_bigger is not None
+            measure([[cases["a2_full"], raw_bigger], [cases["d_n1"], cases["d_n2"]]], args.repeat, work.root, env, log)
+            raw_bigger.close()
             sim = SimServer()
             try:
                 sim_cases = openai_cases(tmp, "sim", "sim", sim.base_url, "SIMULATED server",
@@ -1874,8 +1905,9 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
             info["load"]["throughput"][1] = load_average()
             lap("throughput")
     finally:
-        if raw is not None:
-            raw.close()
+        for loop in (raw, raw_bigger):
+            if loop is not None:
+                loop.close()
         if serve is not None:
             serve.stop()
     return cases
@@ -1884,8 +1916,8 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
 def main(argv: list[str] | None = None) -> int:
     """Generate the workloads, time every figure, print the table; 2 on a failed or miscounted run."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["_raw-loop"]:
-        return raw_loop_worker()
+    if argv[:1] == ["_raw-loop"] and len(argv) <= 2:
+        return raw_loop_worker(Path(argv[1]) if len(argv) == 2 else None)
     if argv[:1] == ["_build-llava"] and len(argv) == 2:
         return build_llava_worker(Path(argv[1]))
     if argv[:1] == ["_floor"] and len(argv) == 2:
