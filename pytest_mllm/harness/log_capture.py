@@ -68,8 +68,8 @@ class SampleLogCapture:
         self._relays: dict[Path, Any] = {}
 
     @cached_property
-    def _light(self) -> _Lines | None:
-        """The root handler of the light capture; None where pytest's own capture stays on."""
+    def _root_handler(self) -> _Lines | None:
+        """The one root handler sample tests capture with; None where pytest's own capture stays on."""
         config = self.config
         if config.pluginmanager.get_plugin(LOGGING_PLUGIN) is None:  # `-p no:logging`: nothing to replace
             return None
@@ -83,7 +83,7 @@ class SampleLogCapture:
         relay = self._relays.get(item.path)
         if relay is None:
             relay = item.session.gethookproxy(item.path)
-            if self._light is not None:
+            if self._root_handler is not None:
                 plugins = self.config.pluginmanager
                 relay = SampleHookRelay(relay, plugins, plugins.get_plugin(LOGGING_PLUGIN))
             self._relays[item.path] = relay
@@ -92,7 +92,7 @@ class SampleLogCapture:
     @contextmanager
     def call_phase(self, item: pytest.Item) -> Iterator[None]:
         """Around a sample test's call: the records reaching the root logger go into its report."""
-        handler = self._light
+        handler = self._root_handler
         if handler is None:
             yield
             return
