@@ -7,10 +7,10 @@ find them, and detaches them afterwards. So sample tests call their setup, call 
 hooks without the logging plugin (a hook relay that leaves it out), and their call phase attaches
 one handler to the root logger instead: what a model's libraries log still appears under
 "Captured log call" when a sample fails (transformers' own logger, which does not propagate,
-writes to stderr, which pytest captures too). Live logging (`--log-cli-level`) and `--log-file`
-are unchanged: pytest attaches them once for the whole run. With `--log-level` (or the
-`log_level` ini) set, sample tests capture logs exactly as every other test does. Other tests
-are not touched.
+writes to stderr, which pytest captures too). `--log-file` is unchanged: pytest attaches it
+once for the whole run. With `--log-level` or live logging (`--log-cli-level`, or the
+`log_level` / `log_cli` ini) asked for, sample tests capture logs exactly as every other test
+does. Other tests are not touched.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ class SampleLogCapture:
         config = self.config
         if config.pluginmanager.get_plugin(LOGGING_PLUGIN) is None:  # `-p no:logging`: nothing to replace
             return None
-        if config.getoption("log_level") is not None or config.getini("log_level"):  # asked for: pytest's
+        asked = (config.getoption("log_level") is not None or config.getini("log_level")
+                 or config.getoption("log_cli_level") is not None or config.getini("log_cli"))
+        if asked:  # the user wants logs: pytest's capture, live sections and all
             return None
         formatter = logging.Formatter(config.getoption("log_format") or config.getini("log_format"),
                                       config.getoption("log_date_format") or config.getini("log_date_format"))

@@ -60,6 +60,12 @@ def test_log_level_brings_log_capture_back(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*Captured log call*", "*probe.model*probe warning for 1 requests*"])
 
 
+def test_live_logging_shows_the_call_section(pytester: pytest.Pytester) -> None:
+    result, seen = _run(pytester, "--log-cli-level=WARNING")
+    assert seen and "LogCaptureHandler" in seen[0]
+    result.stdout.fnmatch_lines(["*live log call*", "WARNING *probe.model*probe warning for 1 requests*"])
+
+
 def test_ordinary_tests_in_the_same_run_keep_caplog(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="""
         import logging
