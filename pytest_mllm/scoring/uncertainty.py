@@ -198,38 +198,64 @@ class Resampler:
 def replicates(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, Any], keys: Sequence[str],
                samples: int, seed: int) -> Any:
     """samples × keys: each key's value on each resample (NaN where a resample lacks it)."""
+    return aligned_replicates([records], [flat], setup, keys, samples, seed)[0]
+
+
+def position_strata(records: Sequence[Record]) -> list[list[list[int]]]:
+    """`strata` as record positions."""
+    by_task: dict[str, dict[str, list[int]]] = {}
+    for n, record in enumerate(records):
+        by_task.setdefault(record["task"], {}).setdefault(unit_of(record), []).append(n)
+    return [list(units.values()) for units in by_task.values()]
+
+
+def aligned_replicates(sides: Sequence[Sequence[Record]], flats: Sequence[Mapping[str, Any]], setup: MetricSetup,
+                       keys: Sequence[str], samples: int, seed: int) -> list[Any]:
+    """Per side, samples × keys on the same resamples: the sides' records are aligned position by position
+    (one run, or two runs' records of the same samples) and units and strata are the first side's.
+
+    Each side takes the count path (`count_bootstrap`) when it reproduces that side's own numbers
+    (`flats`), else every side re-runs the metric functions (`Resampler`); both give the values the
+    plain algorithm gives."""
     import numpy as np
 
     from pytest_mllm.scoring.count_bootstrap import CountReplicates
 
-    layers = strata(records)
-    sizes = [len(units) for units in layers]
+    positions = position_strata(sides[0])
+    sizes = [len(units) for units in positions]
+    layers = [[[[side[n] for n in unit] for unit in units] for units in positions] for side in sides]
     rng = np.random.default_rng(seed)
-    out = np.full((samples, len(keys)), np.nan)
-    enabled = enabled_metrics(setup.declared, records)
-    fast = CountReplicates.build(layers, enabled, setup.groups, setup.task_order, setup.headline)
-    if fast is not None:
-        once = fast.flat(np.ones((1, fast.units)))  # every unit drawn once: the benchmark's own numbers
-        if not all(key in once and once[key][0] == flat[key] for key in keys):
-            fast = None
-    if fast is None:
-        resampler = Resampler(layers, setup)
+    outs = [np.full((samples, len(keys)), np.nan) for _ in sides]
+    fast: list[Any] = []
+    for side, side_layers, flat in zip(sides, layers, flats):
+        built = CountReplicates.build(side_layers, enabled_metrics(setup.declared, side), setup.groups,
+                                      setup.task_order, setup.headline)
+        if built is not None:
+            once = built.flat(np.ones((1, built.units)))  # every unit drawn once: the side's own numbers
+            if not all(key in once and once[key][0] == flat[key] for key in keys):
+                built = None
+        fast.append(built)
+    if any(built is None for built in fast):
+        resamplers = [Resampler(side_layers, setup) for side_layers in layers]
         for b in range(samples):
-            again = resampler.flat([rng.integers(0, n, n) for n in sizes])
-            out[b] = [again.get(key, np.nan) for key in keys]
-        return out
+            picks = [rng.integers(0, n, n) for n in sizes]
+            for out, resampler in zip(outs, resamplers):
+                again = resampler.flat(picks)
+                out[b] = [again.get(key, np.nan) for key in keys]
+        return outs
     for start in range(0, samples, CHUNK):
-        weights = np.zeros((min(CHUNK, samples - start), fast.units))
+        weights = np.zeros((min(CHUNK, samples - start), sum(sizes)))
         for row in weights:
             offset = 0
             for n in sizes:
                 row[offset:offset + n] = np.bincount(rng.integers(0, n, n), minlength=n)
                 offset += n
-        found = fast.flat(weights)
-        for j, key in enumerate(keys):
-            if key in found:
-                out[start:start + len(weights), j] = found[key]
-    return out
+        for out, built in zip(outs, fast):
+            found = built.flat(weights)
+            for j, key in enumerate(keys):
+                if key in found:
+                    out[start:start + len(weights), j] = found[key]
+    return outs
 
 
 def wilson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:

@@ -1,5 +1,6 @@
 """The bootstrap's faster paths give the numbers of the plain algorithm, bit for bit: per resample, the units
-`draw` picks, renamed copies of units drawn again, and every registered metric recomputed from scratch."""
+`draw` picks, renamed copies of units drawn again, and every registered metric recomputed from scratch; for
+one run's intervals and for two runs' paired differences."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from pytest_mllm.record import new_record
 from pytest_mllm.scoring import count_bootstrap
 from pytest_mllm.scoring.metrics import enabled_metrics
+from pytest_mllm.scoring.significance import PairedComparison
 
 np = pytest.importorskip("numpy")
 
@@ -38,6 +40,37 @@ def plain_replicates(records: list[dict[str, Any]], setup: MetricSetup, keys: li
                      for record in layers[s][u]]
         again = setup.flat(resampled)
         out[b] = [again.get(key, np.nan) for key in keys]
+    return out
+
+
+def plain_paired(base: list[dict[str, Any]], head: list[dict[str, Any]], setup: MetricSetup, keys: list[str],
+                 samples: int, seed: int) -> dict[str, Any]:
+    """The plain paired algorithm: the same `draw` of the base run's units scored in both runs by `setup.flat`."""
+    layers = [[[base.index(r) for r in unit] for unit in units] for units in strata(base)]
+    rng = np.random.default_rng(seed)
+    diffs = np.full((samples, len(keys)), np.nan)
+    for b in range(samples):
+        picks = [(layers[s][u], c) for chosen in draw(rng, layers) for s, u, c in chosen]
+        before = setup.flat([renamed(base[i], c) for unit, c in picks for i in unit])
+        after = setup.flat([renamed(head[i], c) for unit, c in picks for i in unit])
+        diffs[b] = [after.get(k, np.nan) - before.get(k, np.nan) for k in keys]
+    return {k: diffs[:, j][~np.isnan(diffs[:, j])] for j, k in enumerate(keys)}
+
+
+def changed_run(records: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The same samples answered by another model: about a third of the verdicts flipped."""
+    rnd = random.Random(seed)
+    out = []
+    for record in records:
+        record = dict(record)
+        if record["status"] != "error" and rnd.random() < 0.35:
+            record["correct"] = not record["correct"]
+            record["status"] = "correct" if record["correct"] else "incorrect"
+            if record["answer_type"] != "open":
+                record["parsed"] = record["answer"] if record["correct"] else "no" if record["answer"] == "yes" else "yes"
+            else:
+                record["word_match"] = record["correct"]
+        out.append(record)
     return out
 
 
@@ -93,6 +126,17 @@ def test_the_metric_functions_path_alone_gives_the_same_numbers(seed: int, monke
     monkeypatch.setattr(count_bootstrap.CountReplicates, "build", classmethod(lambda cls, *args: None))
     assert np.array_equal(replicates(records, setup, flat, keys, 40, seed),
                           plain_replicates(records, setup, keys, 40, seed), equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_paired_differences_are_those_of_the_plain_paired_algorithm(seed: int) -> None:
+    base, setup = mixed_benchmark(seed, open_answers=seed % 3 == 0)  # every third: the metric functions' path
+    head = changed_run(base, seed)
+    comparison = PairedComparison(base, head, setup, samples=30, seed=seed)
+    expected = plain_paired(base, head, setup, comparison.keys, 30, seed)
+    found = comparison.replicates
+    assert list(found) == list(expected)
+    assert all(np.array_equal(found[k], expected[k]) for k in expected)
 
 
 def test_the_count_path_takes_the_count_metrics_and_leaves_the_others() -> None:
