@@ -226,6 +226,8 @@ def aligned_replicates(sides: Sequence[Sequence[Record]], flats: Sequence[Mappin
     layers = [[[[side[n] for n in unit] for unit in units] for units in positions] for side in sides]
     rng = np.random.default_rng(seed)
     outs = [np.full((samples, len(keys)), np.nan) for _ in sides]
+    if not keys or not positions:  # nothing to estimate, or no records (two runs sharing no sample)
+        return outs
     fast: list[Any] = []
     for side, side_layers, flat in zip(sides, layers, flats):
         built = CountReplicates.build(side_layers, enabled_metrics(setup.declared, side), setup.groups,

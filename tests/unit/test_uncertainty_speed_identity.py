@@ -139,6 +139,14 @@ def test_paired_differences_are_those_of_the_plain_paired_algorithm(seed: int) -
     assert all(np.array_equal(found[k], expected[k]) for k in expected)
 
 
+def test_runs_sharing_no_sample_have_no_differences() -> None:
+    base, setup = mixed_benchmark(1)
+    other = [dict(r, id=f"other::{r['id']}") for r in base]
+    for head in ([], other):
+        comparison = PairedComparison(base, head, setup, samples=10)
+        assert comparison.shared == 0 and comparison.replicates == {}
+
+
 def test_the_count_path_takes_the_count_metrics_and_leaves_the_others() -> None:
     records, _ = mixed_benchmark(3, open_answers=False)
     layers = strata(records)
