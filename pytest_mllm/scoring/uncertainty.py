@@ -108,14 +108,6 @@ def names_an_image(name: str | None) -> bool:
     return bool(name) and not (name.startswith("<") and name.endswith(">"))
 
 
-def strata(records: Sequence[Record]) -> list[list[list[Record]]]:
-    """Records grouped into units, units grouped by task (the strata a bootstrap resamples within)."""
-    by_task: dict[str, dict[str, list[Record]]] = {}
-    for record in records:
-        by_task.setdefault(record["task"], {}).setdefault(unit_of(record), []).append(record)
-    return [list(units.values()) for units in by_task.values()]
-
-
 def renamed(record: Record, copy: int) -> Record:
     """The `copy`-th duplicate of a record drawn more than once: its groups made distinct."""
     if copy == 0:
@@ -132,23 +124,9 @@ def renamed(record: Record, copy: int) -> Record:
     return out  # type: ignore[return-value]
 
 
-def draw(rng: Any, layers: Sequence[Sequence[Sequence[Any]]]) -> list[list[tuple[int, int, int]]]:
-    """One resample: per stratum, (stratum, unit, copy) for as many units as it has, with replacement."""
-    picks = []
-    for s, units in enumerate(layers):
-        seen: dict[int, int] = {}
-        chosen = []
-        for u in rng.integers(0, len(units), len(units)):
-            u = int(u)
-            chosen.append((s, u, seen.get(u, 0)))
-            seen[u] = seen.get(u, 0) + 1
-        picks.append(chosen)
-    return picks
-
-
 def copy_numbers(picks: Any) -> Any:
     """For the unit indices one stratum drew, each pick's copy number: how often that unit was drawn before
-    (`draw`'s third element), computed with numpy."""
+    in that resample (a copy numbered c > 0 is scored as `renamed(record, c)`), computed with numpy."""
     import numpy as np
 
     order = np.argsort(picks, kind="stable")
@@ -162,7 +140,7 @@ def copy_numbers(picks: Any) -> Any:
 
 class Resampler:
     """Scores resamples with the registered metric functions: one resample is, per stratum, the unit
-    indices drawn (`rng.integers(0, units, units)`, as `draw` draws them)."""
+    indices drawn (`rng.integers(0, units, units)`, with replacement)."""
 
     def __init__(self, layers: Sequence[Sequence[Sequence[Record]]], setup: MetricSetup) -> None:
         import numpy as np
@@ -202,7 +180,7 @@ def replicates(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str,
 
 
 def position_strata(records: Sequence[Record]) -> list[list[list[int]]]:
-    """`strata` as record positions."""
+    """Record positions grouped into units, units grouped by task (the strata a bootstrap resamples within)."""
     by_task: dict[str, dict[str, list[int]]] = {}
     for n, record in enumerate(records):
         by_task.setdefault(record["task"], {}).setdefault(unit_of(record), []).append(n)

@@ -19,8 +19,8 @@ from pytest_mllm.scoring.uncertainty import (  # noqa: E402
     MetricSetup,
     intervals,
     minimum_detectable_effect,
+    position_strata,
     renamed,
-    strata,
     unit_of,
     wilson,
 )
@@ -113,7 +113,7 @@ def test_units_are_pair_groups_sources_or_images() -> None:
     assert unit_of(vrp) == "source:color::a.png"
     assert unit_of(new_record(id="x", benchmark="b", task="t", image="a.png")) == "image:t:a.png"
     assert unit_of(new_record(id="x", benchmark="b", task="t")) == "id:x"
-    layers = strata(pair_records([(True, True)] * 3) + pair_records([(True, True)] * 2, task="count"))
+    layers = position_strata(pair_records([(True, True)] * 3) + pair_records([(True, True)] * 2, task="count"))
     assert [len(units) for units in layers] == [3, 2] and all(len(unit) == 2 for units in layers for unit in units)
 
 
@@ -275,7 +275,7 @@ def test_a_record_whose_image_has_no_name_is_a_unit_of_its_own() -> None:
     assert unit_of(new_record(id="t::1", benchmark="b", task="t", image="<base64>")) == "id:t::1"
     records = pope_splits_records()
     assert {r["image"] for r in records} == {"<base64>"}
-    assert [len(units) for units in strata(records)] == [10, 10, 10]
+    assert [len(units) for units in position_strata(records)] == [10, 10, 10]
 
 
 def test_pope_f1_gets_an_interval_of_positive_width() -> None:

@@ -20,13 +20,41 @@ from pytest_mllm.scoring.uncertainty import (  # noqa: E402
     MetricSetup,
     Resampler,
     copy_numbers,
-    draw,
     intervals,
     is_estimate,
+    position_strata,
     renamed,
     replicates,
-    strata,
+    unit_of,
 )
+
+
+def strata(records: list[dict[str, Any]]) -> list[list[list[dict[str, Any]]]]:
+    """Records grouped into units, units grouped by task, in order of appearance."""
+    by_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for record in records:
+        by_task.setdefault(record["task"], {}).setdefault(unit_of(record), []).append(record)  # type: ignore[arg-type]
+    return [list(units.values()) for units in by_task.values()]
+
+
+def draw(rng: Any, layers: Any) -> list[list[tuple[int, int, int]]]:
+    """One resample in its plainest form: per stratum, (stratum, unit, copy) for as many units as it has,
+    with replacement; copy counts the unit's earlier picks in this resample."""
+    picks = []
+    for s, units in enumerate(layers):
+        seen: dict[int, int] = {}
+        chosen = []
+        for u in rng.integers(0, len(units), len(units)):
+            u = int(u)
+            chosen.append((s, u, seen.get(u, 0)))
+            seen[u] = seen.get(u, 0) + 1
+        picks.append(chosen)
+    return picks
+
+
+def test_strata_are_the_bootstraps_positions() -> None:
+    records, _ = mixed_benchmark(11)
+    assert strata(records) == [[[records[n] for n in unit] for unit in units] for units in position_strata(records)]
 
 
 def plain_replicates(records: list[dict[str, Any]], setup: MetricSetup, keys: list[str], samples: int,
