@@ -784,15 +784,14 @@ WINDOW_MODULE = "perf_window"
 WINDOW_VARIABLE = "PERF_WINDOW_FILE"
 
 
-def install_window_plugin(root: Path, env: dict[str, str]) -> Path:
-    """Write figure a's window plugin under `root`, importable by the runs; returns the file it writes."""
+def install_window_plugin(root: Path, env: dict[str, str]) -> None:
+    """Write figure a's window plugin under `root`, importable by the runs (it writes `root`/window.json)."""
     folder = root / "perf_plugins"
     folder.mkdir(exist_ok=True)
     (folder / f"{WINDOW_MODULE}.py").write_text(WINDOW_PLUGIN.format(batch=BATCH_SIZE, variable=WINDOW_VARIABLE),
                                                  encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
     env[WINDOW_VARIABLE] = str(root / "window.json")
-    return root / "window.json"
 
 
 def windowed(inspect: Callable[[dict[str, Any]], dict[str, Any]], window_file: Path,
