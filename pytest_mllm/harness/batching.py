@@ -7,12 +7,11 @@ what the controller has handed this worker.
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 
 from pytest_mllm.engine.images import thumbnail_url
 from pytest_mllm.evaluation import Evaluation
+from pytest_mllm.harness.collector import freeze_survivors
 from pytest_mllm.harness.items import SampleItem
 from pytest_mllm.harness.xdist import queued_indices
 from pytest_mllm.record import Record
@@ -74,14 +73,3 @@ class Batcher:
                     break
         return upcoming
 
-
-def freeze_survivors() -> None:
-    """After the first batch (the model is loaded): every object alive now moves out of the cyclic
-    garbage collector's sight (`gc.freeze`).
-
-    They are the imports (about a million objects with torch and transformers), the model and the
-    collected tests, and they live to the end of the session. Unfrozen, every full collection walks
-    them all: 0.15-0.2 s, which a run with many tests pays every few hundred tests. Frozen objects
-    are still freed as usual when their last reference goes (a model is: it holds no cycles).
-    """
-    gc.freeze()

@@ -3,9 +3,6 @@ the samples of `@pytest.mark.mllm_bench` tests."""
 
 from __future__ import annotations
 
-import atexit
-import functools
-import gc
 import importlib.util
 import sqlite3
 
@@ -13,6 +10,7 @@ import pytest
 
 from pytest_mllm.engine.spec import find_spec
 from pytest_mllm.evaluation import Evaluation
+from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
 from pytest_mllm.harness.hooks import MllmHooks
 from pytest_mllm.harness.model_handle import ModelHandle
@@ -62,23 +60,6 @@ def start_run(config: pytest.Config) -> None:
         spec_args = [str(p) for p in options.benchmarks]
         explicit = config.args_source == pytest.Config.ArgsSource.ARGS
         config.args = [*config.args, *spec_args] if explicit else spec_args
-
-
-@functools.cache  # once per process
-def lighter_exit() -> None:
-    """At interpreter exit: one garbage collection, then the survivors frozen (`gc.freeze`).
-
-    Once torch and transformers are imported, the interpreter's own collections while it shuts
-    down walk about a million objects, 0.6-0.8 s after every run. Garbage left at exit is still
-    collected (and finalized) once; the objects that live to the end are freed as usual, only no
-    longer traversed again.
-    """
-    atexit.register(_collect_and_freeze)
-
-
-def _collect_and_freeze() -> None:
-    gc.collect()
-    gc.freeze()
 
 
 def gpu_groups(config: pytest.Config) -> list[str]:

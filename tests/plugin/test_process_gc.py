@@ -1,6 +1,5 @@
-"""The run keeps the garbage collector off the objects that live to its end: frozen after the first
-batch (`harness/batching.py`), and once more at interpreter exit after one last collection
-(`harness/setup.py`)."""
+"""The run keeps the garbage collector off the objects that live to its end (`harness/collector.py`):
+frozen after the first batch, and once more at interpreter exit after one last collection."""
 
 from __future__ import annotations
 
