@@ -46,7 +46,12 @@ Suite "hotpath" times figures a, b and f below; suite "throughput" all of a to f
       loop's figure is its loop minus its first batch, per sample after it. Also shown: generation alone, sum of
       per-record `latency_s` of the plugin run (what HFModel.generate measures: chat template,
       processor, generate, decode) against the raw loop's time for the same steps, and
-      whether the plugin's answers equal the raw loop's.
+      whether the plugin's answers equal the raw loop's. And pytest's own ceiling: plain
+      pytest (`-p no:mllm`) on a generated module of 360 parametrized tests, each taking its
+      sample's answer from the raw loop's batches (a batch's first test answers all 8), timed
+      in-process the same way: plain pytest/raw is what pytest as shipped leaves of the raw
+      loop's throughput once each sample is a test; plugin/plain pytest compares pytest-mllm
+      with that (above 1: faster than plain pytest doing the same work).
   a2. (suite "throughput") the in-process figure of a on the bigger random LLaVA of d (all 360
       samples, its own raw loop): a model whose batch takes 0.2 s rather than 25 ms, where the
       per-test cost weighs as it would on a real model (information, no goal).
@@ -470,63 +475,111 @@ class RawLoop(Stats):
                 self.proc.wait()
 
 
-def raw_loop_worker(folder: Path | None) -> int:
-    """The `_raw-loop` mode: load the tiny LLaVA (or the model `folder`) as a plain pytest run does, then
-    time loops on request."""
-    start = time.perf_counter()
-    import torch
+class ShapesLoop:
+    """The tiny LLaVA (or the model `folder`), loaded as a plain pytest run loads it, answering the
+    shapes samples in batches: the raw loop's work, shared by figure a's raw loop and its plain
+    pytest tests."""
 
-    from pytest_mllm.models.hf import HFModel
-    from pytest_mllm.models.tiny import ensure_tiny_llava
+    def __init__(self, folder: Path | None) -> None:
+        start = time.perf_counter()
+        import torch
 
-    model = HFModel(str(folder or ensure_tiny_llava()), name="raw")  # no num_threads: torch's default, as in the plugin
-    load_s = time.perf_counter() - start
+        from pytest_mllm.models.hf import HFModel
+        from pytest_mllm.models.tiny import ensure_tiny_llava
 
-    from pytest_mllm.engine.images import load_image
-    from pytest_mllm.loaders.shapes import build_samples
-    from pytest_mllm.engine.spec import find_spec, load_spec
+        self.torch = torch
+        model = HFModel(str(folder or ensure_tiny_llava()), name="raw")  # no num_threads: torch's default, as in the plugin
+        self.load_s = time.perf_counter() - start
 
-    spec = load_spec(find_spec("shapes"))
-    samples = build_samples(spec.name, **spec.loader_options)  # the plugin's collection order
-    templates = {s.task: spec.task_settings(s.task).prompt for s in samples}
-    processor, tokenizer, network = model.processor, model.tokenizer, model.model
+        from pytest_mllm.engine.spec import find_spec, load_spec
+        from pytest_mllm.loaders.shapes import build_samples
 
-    def prompt(sample: Any) -> str:
-        question = templates[sample.task].format_map({
+        self.spec = load_spec(find_spec("shapes"))
+        self.samples = build_samples(self.spec.name, **self.spec.loader_options)  # the plugin's collection order
+        self.templates = {s.task: self.spec.task_settings(s.task).prompt for s in self.samples}
+        self.processor, self.tokenizer, self.network = model.processor, model.tokenizer, model.model
+
+    def prompt(self, sample: Any) -> str:
+        question = self.templates[sample.task].format_map({
             "question": sample.question, "hint": "", "task": sample.task,
             "options": "\n".join(f"{letter}. {text}" for letter, text in sample.choices)})
         content = [{"type": "image"} for _ in sample.images] + [{"type": "text", "text": question}]
-        return processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                             tokenize=False)
+        return self.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                                  tokenize=False)
 
-    def loop(chosen: list[Any]) -> dict[str, Any]:
+    def answers(self, batch: list[Any]) -> tuple[list[str], float]:
+        """The batch's answers, and the seconds spent loading its images."""
+        from pytest_mllm.engine.images import load_image
+
+        t = time.perf_counter()
+        images = [[load_image(ref) for ref in s.images] for s in batch]
+        images_s = time.perf_counter() - t
+        inputs = self.processor(text=[self.prompt(s) for s in batch], images=images, return_tensors="pt", padding=True)
+        with self.torch.inference_mode():
+            output = self.network.generate(**inputs, do_sample=False, max_new_tokens=self.spec.max_new_tokens,
+                                           pad_token_id=self.tokenizer.pad_token_id)
+        new = output[:, inputs["input_ids"].shape[1]:]
+        return [a.strip() for a in self.processor.batch_decode(new, skip_special_tokens=True)], images_s
+
+    def loop(self, chosen: list[Any]) -> dict[str, Any]:
+        """One timed pass over `chosen` in batches of BATCH_SIZE."""
         images_s, answers, first_batch_s = 0.0, [], 0.0
         cpu = time.process_time()
         begin = time.perf_counter()
         for at in range(0, len(chosen), BATCH_SIZE):
             if at == BATCH_SIZE:
                 first_batch_s = time.perf_counter() - begin
-            batch = chosen[at:at + BATCH_SIZE]
-            t = time.perf_counter()
-            images = [[load_image(ref) for ref in s.images] for s in batch]
-            images_s += time.perf_counter() - t
-            inputs = processor(text=[prompt(s) for s in batch], images=images, return_tensors="pt", padding=True)
-            with torch.inference_mode():
-                output = network.generate(**inputs, do_sample=False, max_new_tokens=spec.max_new_tokens,
-                                          pad_token_id=tokenizer.pad_token_id)
-            new = output[:, inputs["input_ids"].shape[1]:]
-            answers += [a.strip() for a in processor.batch_decode(new, skip_special_tokens=True)]
+            batch_answers, batch_images_s = self.answers(chosen[at:at + BATCH_SIZE])
+            answers += batch_answers
+            images_s += batch_images_s
         total = time.perf_counter() - begin
         return {"total_s": total, "images_s": images_s, "model_s": total - images_s, "first_batch_s": first_batch_s,
                 "cpu_s": time.process_time() - cpu, "_answers": answers}
 
-    loop(samples[:1])  # warm-up: the plugin's one-sample run absorbs the same first-call costs
-    print(json.dumps({"load_s": load_s, "threads": torch.get_num_threads(), "samples": len(samples)}), flush=True)
+
+def raw_loop_worker(folder: Path | None) -> int:
+    """The `_raw-loop` mode: load the model as a plain pytest run does, then time loops on request."""
+    shapes = ShapesLoop(folder)
+    shapes.loop(shapes.samples[:1])  # warm-up: the plugin's one-sample run absorbs the same first-call costs
+    print(json.dumps({"load_s": shapes.load_s, "threads": shapes.torch.get_num_threads(),
+                      "samples": len(shapes.samples)}), flush=True)
     for line in sys.stdin:
         if line.strip() != "run":
             break
-        print(json.dumps(loop(samples)), flush=True)
+        print(json.dumps(shapes.loop(shapes.samples)), flush=True)
     return 0
+
+
+PYTEST_FLOOR_TESTS = '''"""Figure a's plain pytest run, written by scripts/perf.py: one test per shapes sample, each taking
+its answer from the raw loop's batches (the first test of a batch answers all of it)."""
+
+import sys
+
+import pytest
+
+sys.path.insert(0, {scripts!r})
+from perf import BATCH_SIZE, ShapesLoop  # noqa: E402
+
+SHAPES = ShapesLoop(None)
+ANSWERS: dict[int, list[str]] = {{}}
+
+
+@pytest.mark.parametrize("index", range(len(SHAPES.samples)))
+def test_sample(index):
+    start = index - index % BATCH_SIZE
+    if start not in ANSWERS:
+        ANSWERS[start] = SHAPES.answers(SHAPES.samples[start:start + BATCH_SIZE])[0]
+    assert isinstance(ANSWERS[start][index - start], str)
+'''
+
+
+def write_pytest_floor(root: Path) -> Path:
+    """Figure a's plain pytest tests, in their own folder under `root`; returns the test file."""
+    folder = root / "pytest_floor"
+    folder.mkdir()
+    tests = folder / "test_pytest_floor.py"
+    tests.write_text(PYTEST_FLOOR_TESTS.format(scripts=str(Path(__file__).resolve().parent)), encoding="utf-8")
+    return tests
 
 
 # -- f. the fixed cost's floor --------------------------------------------------------------
@@ -794,10 +847,9 @@ def install_window_plugin(root: Path, env: dict[str, str]) -> None:
     env[WINDOW_VARIABLE] = str(root / "window.json")
 
 
-def windowed(inspect: Callable[[dict[str, Any]], dict[str, Any]], window_file: Path,
-             tests: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """`inspect`'s details plus the run's in-process window (the file is consumed)."""
-    def both(document: dict[str, Any]) -> dict[str, Any]:
+def window_of(window_file: Path, tests: int) -> Callable[[], dict[str, Any]]:
+    """The run's in-process window, as the window plugin wrote it (the file is consumed)."""
+    def read() -> dict[str, Any]:
         try:
             window = json.loads(window_file.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -805,8 +857,15 @@ def windowed(inspect: Callable[[dict[str, Any]], dict[str, Any]], window_file: P
         window_file.unlink()
         if window["tests"] != tests:
             raise PerfError(f"the window plugin saw {window['tests']} tests, expected {tests}")
-        return {**inspect(document), "window_s": window["window_s"], "finish_s": window["finish_s"]}
-    return both
+        return {"window_s": window["window_s"], "finish_s": window["finish_s"]}
+    return read
+
+
+def windowed(inspect: Callable[[dict[str, Any]], dict[str, Any]], window_file: Path,
+             tests: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """`inspect`'s details plus the run's in-process window (the file is consumed)."""
+    window = window_of(window_file, tests)
+    return lambda document: {**inspect(document), **window()}
 
 
 # -- machine, report ------------------------------------------------------------------------
@@ -841,7 +900,7 @@ def ratio(plugin: Stats, plain: Stats) -> dict[str, float]:
             "cpu_median": plugin.cpu_median / plain.cpu_median}
 
 
-def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
+def throughput_figures(full: Case, one: Case, raw: RawLoop, plain: Case) -> dict[str, Any]:
     """Figure a: per-sample times and plugin/raw throughput (see the module docstring)."""
     n = SHAPES_SAMPLES
 
@@ -861,7 +920,7 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
         "raw_s_per_sample": {"median": med[1], "min": best[1], "cpu_median": med[3]},
         "throughput_ratio": {"median": med[1] / med[0], "min": best[1] / best[0], "cpu_median": med[3] / med[2],
                              "per_repetition": paired, "median_of_repetitions": statistics.median(paired)},
-        "in_process": in_process_figures(full, raw),
+        "in_process": in_process_figures(full, raw, plain),
         "plugin_generation_s": {"median": full.detail_median("latency_sum_s"), "min": full.detail_min("latency_sum_s")},
         "raw_generation_s": {"median": raw.detail_median("model_s"), "min": raw.detail_min("model_s")},
         "raw_images_s": {"median": raw.detail_median("images_s")},
@@ -872,18 +931,28 @@ def throughput_figures(full: Case, one: Case, raw: RawLoop) -> dict[str, Any]:
     }
 
 
-def in_process_figures(full: Case, raw: RawLoop) -> dict[str, Any]:
-    """Per sample after the first batch, inside the plugin's run (its window plugin) and the raw loop."""
+def in_process_figures(full: Case, raw: RawLoop, plain: Case | None = None) -> dict[str, Any]:
+    """Per sample after the first batch, inside the plugin's run (its window plugin) and the raw loop;
+    with `plain`, also inside plain pytest's run of tests doing the raw loop's work."""
     after_first = SHAPES_SAMPLES - BATCH_SIZE
     plugin = [d["window_s"] / after_first for d in full.details]
     loop = [(d["total_s"] - d["first_batch_s"]) / after_first for d in raw.details]
-    return {
+
+    def throughput(faster: list[float], slower: list[float]) -> dict[str, Any]:
+        return {"median": statistics.median(faster) / statistics.median(slower), "min": min(faster) / min(slower),
+                "per_repetition": [f / s for f, s in zip(faster, slower)]}
+
+    figures = {
         "plugin_s_per_sample": {"median": statistics.median(plugin), "min": min(plugin)},
         "raw_s_per_sample": {"median": statistics.median(loop), "min": min(loop)},
-        "throughput_ratio": {"median": statistics.median(loop) / statistics.median(plugin),
-                             "min": min(loop) / min(plugin), "per_repetition": [r / p for r, p in zip(loop, plugin)]},
+        "throughput_ratio": throughput(loop, plugin),
         "session_finish_s": {"median": full.detail_median("finish_s"), "min": full.detail_min("finish_s")},
     }
+    if plain is not None:
+        tests = [d["window_s"] / after_first for d in plain.details]
+        figures.update(plain_pytest_s_per_sample={"median": statistics.median(tests), "min": min(tests)},
+                       plain_pytest_ratio=throughput(loop, tests), plugin_vs_plain_pytest=throughput(tests, plugin))
+    return figures
 
 
 def in_test_ratio(fast: Case, slow: Case) -> dict[str, float]:
@@ -913,7 +982,8 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         for key in ("run", "run_n2"):
             overhead_us[key] = 1e6 * (cases[f"{key}_plugin"].median - cases[f"{key}_plain"].median) / samples
     if "hotpath" in suites:
-        ratios["throughput"] = throughput_figures(cases["a_full"], cases["a_one"], cases["a_raw"])  # type: ignore[arg-type]
+        ratios["throughput"] = throughput_figures(cases["a_full"], cases["a_one"], cases["a_raw"],  # type: ignore[arg-type]
+                                                 cases["a_pytest"])  # type: ignore[arg-type]
         ratios["cached"] = ratio(cases["cached_plugin"], cases["run_plain"])
         ratios["cached_json"] = ratio(cases["cached_json"], cases["run_plain"])
         ratios["fixed"] = ratio(cases["f_plugin8"], cases["f_floor"])
@@ -940,7 +1010,7 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
                   f"{loads}", soft_wrap=True)
 
     figures = {"collect": ["collect_plugin", "collect_plain"], "run": ["run_plugin", "run_plain"],
-               "run_n2": ["run_n2_plugin", "run_n2_plain"], "throughput": ["a_full", "a_one", "a_raw"],
+               "run_n2": ["run_n2_plugin", "run_n2_plain"], "throughput": ["a_full", "a_one", "a_raw", "a_pytest"],
                "throughput_bigger": ["a2_full", "a2_raw"],
                "cached": ["cached_plugin", "cached_json", "run_plain"], "fixed": ["f_plugin8", "f_floor"], "xdist": ["d_n1", "d_n2"],
                "openai_serve": ["e_serve_c1", "e_serve_c8"], "openai_sim": ["e_sim_c1", "e_sim_c8"]}
@@ -999,6 +1069,11 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
         ms(f"a. raw per sample, after batch 1/{after_first}", steady["raw_s_per_sample"])
         times("a. throughput plugin/raw, in-process", steady["throughput_ratio"],
               f">= {THROUGHPUT_GOAL:g}x: {verdict(met['throughput'], 'throughput')}")
+        ms(f"a. plain pytest per sample, in-process/{after_first}", steady["plain_pytest_s_per_sample"])
+        times("a. throughput plain pytest/raw, in-process", steady["plain_pytest_ratio"],
+              "(a pytest test per sample, as shipped)", cpu=False)
+        times("a. throughput plugin/plain pytest, in-process", steady["plugin_vs_plain_pytest"], "(information)",
+              cpu=False)
         ms("a. plugin per sample (full-one)/359", tp["plugin_s_per_sample"])
         ms("a. raw per sample (loop/360)", tp["raw_s_per_sample"])
         times("a. throughput plugin/raw, differencing", tp["throughput_ratio"], noise("throughput", "(information)"))
@@ -1057,7 +1132,9 @@ def report(info: dict[str, Any], cases: dict[str, Stats], suites: set[str], samp
             f"sample = (360-sample run - 1-sample run)/359 (shared: start, collection, model load, first "
             f"generate); raw = loop time/360 (images {tp['raw_images_s']['median']:.2f} s of it); plugin answers "
             f"differing from the raw loop's: {tp['answers_differing']}; median of the per-repetition ratios "
-            f"(adjacent runs): {tp['throughput_ratio']['median_of_repetitions']:.2f}x")
+            f"(adjacent runs): {tp['throughput_ratio']['median_of_repetitions']:.2f}x; plain pytest = the same "
+            f"window in plain pytest (-p no:mllm) on {SHAPES_SAMPLES} tests taking their answers from the raw "
+            f"loop's batches")
         notes.append(f"b. every timed cached run answered {samples:,} samples without asking the model (b: the model "
                      "leaves no marker file; b2: all records cached: true in --mllm-json); b2 adds the results JSON, "
                      "whose intervals bootstrap every metric over the records")
@@ -1753,6 +1830,10 @@ def hotpath_cases(work: Workload) -> dict[str, Case]:
                             json_path=cached_json, inspect=all_cached(n),
                             args=[str(work.cached_spec.relative_to(root)), f"--mllm={CACHED_MODEL}", *RUN_FLAGS,
                                   f"--mllm-json={cached_json}"]),
+        "a_pytest": Case("a. plain pytest, 360 tests, raw loop's work",
+                         args=[str(write_pytest_floor(root).relative_to(root)), "-p", "no:mllm", "-p", WINDOW_MODULE,
+                               *RUN_FLAGS],
+                         expected={"passed": SHAPES_SAMPLES}, verify=window_of(root / "window.json", SHAPES_SAMPLES)),
         "f_plugin8": Case("f. plugin, 8 samples (-k)", args=[*tiny, "-k", EIGHT_SAMPLES], expected=8),
     }
 
@@ -1872,7 +1953,7 @@ def run_suites(args: argparse.Namespace, tmp: Path, info: dict[str, Any], log: C
         if "hotpath" in suites:
             assert raw is not None
             info["load"]["hotpath"] = [load_average(), None]
-            groups: list[Sequence[Timed]] = [[cases["a_full"], cases["a_one"], raw]]
+            groups: list[Sequence[Timed]] = [[cases["a_full"], cases["a_one"], raw, cases["a_pytest"]]]
             if "core" not in suites:
                 groups.append([cases["cached_plugin"], cases["cached_json"], cases["run_plain"]])
             groups.append([cases["f_plugin8"], cases["f_floor"]])
