@@ -16,8 +16,9 @@ RUN = ("-p", "no:cacheprovider", "--mllm=baseline:random:3", "--mllm-bench=shape
 
 
 def run(pytester: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunResult, dict]:
+    """One run in its own process, as each machine of a split run is."""
     out = pytester.path / f"{name}.json"
-    result = pytester.runpytest(*RUN, f"--mllm-json={out}", *args)
+    result = pytester.runpytest_subprocess(*RUN, f"--mllm-json={out}", *args)
     return result, json.loads(out.read_text())
 
 
