@@ -46,7 +46,7 @@ Suite "hotpath" times figures a, b and f below; suite "throughput" all of a to f
       loop's figure is its loop minus its first batch, per sample after it. Also shown: generation alone, sum of
       per-record `latency_s` of the plugin run (what HFModel.generate measures: chat template,
       processor, generate, decode) against the raw loop's time for the same steps, and
-      whether the plugin's answers equal the raw loop's. And pytest's own ceiling: plain
+      whether the plugin's answers equal the raw loop's. And plain pytest doing the same work: plain
       pytest (`-p no:mllm`) on a generated module of 360 parametrized tests, each taking its
       sample's answer from the raw loop's batches (a batch's first test answers all 8), timed
       in-process the same way: plain pytest/raw is what pytest as shipped leaves of the raw
@@ -550,7 +550,7 @@ def raw_loop_worker(folder: Path | None) -> int:
     return 0
 
 
-PYTEST_FLOOR_TESTS = '''"""Figure a's plain pytest run, written by scripts/perf.py: one test per shapes sample, each taking
+PLAIN_PYTEST_TESTS = '''"""Figure a's plain pytest run, written by scripts/perf.py: one test per shapes sample, each taking
 its answer from the raw loop's batches (the first test of a batch answers all of it)."""
 
 import sys
@@ -573,12 +573,12 @@ def test_sample(index):
 '''
 
 
-def write_pytest_floor(root: Path) -> Path:
+def write_plain_pytest_tests(root: Path) -> Path:
     """Figure a's plain pytest tests, in their own folder under `root`; returns the test file."""
-    folder = root / "pytest_floor"
+    folder = root / "plain_pytest"
     folder.mkdir()
-    tests = folder / "test_pytest_floor.py"
-    tests.write_text(PYTEST_FLOOR_TESTS.format(scripts=str(Path(__file__).resolve().parent)), encoding="utf-8")
+    tests = folder / "test_plain_pytest.py"
+    tests.write_text(PLAIN_PYTEST_TESTS.format(scripts=str(Path(__file__).resolve().parent)), encoding="utf-8")
     return tests
 
 
@@ -1831,7 +1831,7 @@ def hotpath_cases(work: Workload) -> dict[str, Case]:
                             args=[str(work.cached_spec.relative_to(root)), f"--mllm={CACHED_MODEL}", *RUN_FLAGS,
                                   f"--mllm-json={cached_json}"]),
         "a_pytest": Case("a. plain pytest, 360 tests, raw loop's work",
-                         args=[str(write_pytest_floor(root).relative_to(root)), "-p", "no:mllm", "-p", WINDOW_MODULE,
+                         args=[str(write_plain_pytest_tests(root).relative_to(root)), "-p", "no:mllm", "-p", WINDOW_MODULE,
                                *RUN_FLAGS],
                          expected={"passed": SHAPES_SAMPLES}, verify=window_of(root / "window.json", SHAPES_SAMPLES)),
         "f_plugin8": Case("f. plugin, 8 samples (-k)", args=[*tiny, "-k", EIGHT_SAMPLES], expected=8),
