@@ -52,11 +52,10 @@ LLAVA_7B = {
 def build(folder: Path, model: str, device: str, dtype: str) -> None:
     """Write the model folder (the `_build` mode)."""
     import torch
-    from transformers import (AutoTokenizer, CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
+    from transformers import AutoTokenizer, LlavaForConditionalGeneration
 
     from pytest_mllm.models.hf import resolve_dtype
-    from pytest_mllm.models.tiny import _CHAT_TEMPLATE, ensure_tiny_llava
+    from pytest_mllm.models.tiny import ensure_tiny_llava, llava_config, llava_processor
 
     tiny = ensure_tiny_llava()
     if model == "tiny":
@@ -65,25 +64,17 @@ def build(folder: Path, model: str, device: str, dtype: str) -> None:
         shutil.copytree(tiny, folder, dirs_exist_ok=True)
         return
     tokenizer = AutoTokenizer.from_pretrained(tiny)
-    vision = LLAVA_7B["vision"]
-    size = vision["image_size"]
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": size}, crop_size={"height": size, "width": size}),
-        tokenizer=tokenizer, patch_size=vision["patch_size"], vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=_CHAT_TEMPLATE)
-    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in ("<pad>", "<s>", "</s>", "<image>")}
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(**vision),
-        text_config=LlamaConfig(pad_token_id=ids["<pad>"], bos_token_id=ids["<s>"], eos_token_id=ids["</s>"],
-                                **LLAVA_7B["text"]),
-        image_token_id=ids["<image>"], image_seq_length=(size // vision["patch_size"]) ** 2,
-        vision_feature_select_strategy="default", vision_feature_layer=LLAVA_7B["vision_feature_layer"])
+    vision = dict(LLAVA_7B["vision"])
+    size, patch = vision.pop("image_size"), vision.pop("patch_size")
+    processor = llava_processor(tokenizer, image_size=size, patch_size=patch)
+    config = llava_config(tokenizer, image_size=size, patch_size=patch, vision=vision, text=LLAVA_7B["text"],
+                          vision_feature_layer=LLAVA_7B["vision_feature_layer"])
     torch.manual_seed(0)
     where = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                          ("cpu" if device == "auto" else device))
     with where:
         network = LlavaForConditionalGeneration._from_config(config, torch_dtype=resolve_dtype(dtype, where))
-    network.generation_config.pad_token_id = ids["<pad>"]
+    network.generation_config.pad_token_id = tokenizer.pad_token_id
     network.save_pretrained(folder, safe_serialization=True)
     processor.save_pretrained(folder)
 

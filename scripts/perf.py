@@ -500,9 +500,9 @@ class ShapesLoop:
         self.processor, self.tokenizer, self.network = model.processor, model.tokenizer, model.model
 
     def prompt(self, sample: Any) -> str:
-        question = self.templates[sample.task].format_map({
-            "question": sample.question, "hint": "", "task": sample.task,
-            "options": "\n".join(f"{letter}. {text}" for letter, text in sample.choices)})
+        from pytest_mllm.engine.evaluator import render_prompt
+
+        question = render_prompt(self.templates[sample.task], sample)
         content = [{"type": "image"} for _ in sample.images] + [{"type": "text", "text": question}]
         return self.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                   tokenize=False)
@@ -622,39 +622,22 @@ def floor_worker(folder: Path) -> int:
 
 def build_llava_worker(folder: Path) -> int:
     """The `_build-llava` mode: the tiny LLaVA's recipe, bigger: a 4-layer, 512-wide text model and a
-    4-layer vision tower at 64x64 (64 image tokens), with the tiny model's tokenizer and chat template."""
+    4-layer vision tower at 64x64 (64 image tokens), with the tiny model's tokenizer."""
     import torch
-    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+    from transformers import PreTrainedTokenizerFast
 
-    from pytest_mllm.models.tiny import _CHAT_TEMPLATE, ensure_tiny_llava
+    from pytest_mllm.models.tiny import ensure_tiny_llava, llava_config, llava_processor, untrained_llava
 
-    image_size, patch_size = 64, 8
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(ensure_tiny_llava()))
     tokenizer.padding_side = "left"
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": image_size},
-                                              crop_size={"height": image_size, "width": image_size}),
-        tokenizer=tokenizer, patch_size=patch_size, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=_CHAT_TEMPLATE,
-    )
-    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in ("<pad>", "<s>", "</s>", "<image>")}
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(image_size=image_size, patch_size=patch_size, hidden_size=256,
-                                       intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
-                                       projection_dim=256),
-        text_config=LlamaConfig(vocab_size=len(tokenizer), hidden_size=512, intermediate_size=1024,
-                                num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
-                                max_position_embeddings=2048, pad_token_id=ids["<pad>"],
-                                bos_token_id=ids["<s>"], eos_token_id=ids["</s>"]),
-        image_token_id=ids["<image>"], image_seq_length=(image_size // patch_size) ** 2,
-        vision_feature_select_strategy="default", vision_feature_layer=-2,
-    )
+    processor = llava_processor(tokenizer, image_size=64, patch_size=8)
+    config = llava_config(tokenizer, image_size=64, patch_size=8,
+                          vision={"hidden_size": 256, "intermediate_size": 1024, "num_hidden_layers": 4,
+                                  "num_attention_heads": 4},
+                          text={"hidden_size": 512, "intermediate_size": 1024, "num_hidden_layers": 4,
+                                "num_attention_heads": 8, "num_key_value_heads": 4})
     torch.manual_seed(0)
-    model = LlavaForConditionalGeneration(config).eval()
-    generation = model.generation_config
-    generation.pad_token_id, generation.bos_token_id = ids["<pad>"], ids["<s>"]
-    generation.eos_token_id, generation.do_sample = ids["</s>"], False
+    model = untrained_llava(config, tokenizer).eval()
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     print(json.dumps({"parameters": sum(p.numel() for p in model.parameters())}), flush=True)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from pytest_mllm.engine.spec import find_spec
+
 TASKS = ("existence", "count", "color", "position", "choice")
 CHOICE = "{question}\n{options}\nAnswer with the option's letter from the given choices directly."
 # (name, yes/no template, multiple-choice template)
@@ -35,7 +36,7 @@ PARAPHRASES = (
 
 
 def spec_text(name: str, yes_no: str, choice: str) -> str:
-    spec = yaml.safe_load((REPO / "benchmarks" / "shapes.yaml").read_text())
+    spec = yaml.safe_load(find_spec("shapes").read_text(encoding="utf-8"))
     spec["name"] = f"shapes_{name.replace('-', '_')}"
     spec["prompt"] = yes_no
     spec["tasks"]["choice"]["prompt"] = choice
@@ -53,9 +54,13 @@ def main(argv: list[str] | None = None) -> int:
             spec = Path(tmp) / f"shapes_{name.replace('-', '_')}.yaml"
             spec.write_text(spec_text(name, yes_no, choice))
             out = Path(tmp) / f"{name}.json"
-            subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--mllm={args.model}",
-                            f"--mllm-bench={spec}", "--mllm-cache=off", f"--mllm-json={out}"],
-                           cwd=tmp, env=env, capture_output=True, text=True)
+            run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                                  f"--mllm={args.model}", f"--mllm-bench={spec}", "--mllm-cache=off",
+                                  f"--mllm-json={out}"], cwd=tmp, env=env, capture_output=True, text=True)
+            if not out.is_file():
+                print(f"the run under the {name!r} prompt wrote no results (exit status {run.returncode}):\n"
+                      f"{(run.stdout + run.stderr)[-2000:]}", file=sys.stderr)
+                return 2
             metrics = json.loads(out.read_text())["benchmarks"][spec.stem]["metrics"]
             rows.append((name, [metrics[f"{task}.accuracy"] for task in TASKS], metrics["accuracy"]))
     print(f"{args.model} on shapes, accuracy by prompt paraphrase\n")

@@ -54,7 +54,7 @@ from pytest_mllm.loaders.shapes import COLORS as SHAPE_COLORS  # noqa: E402
 from pytest_mllm.loaders.shapes import TASKS as SHAPES_TASKS  # noqa: E402
 from pytest_mllm.loaders.shapes import _image_samples  # noqa: E402
 from pytest_mllm.models.shapes_llava import NAME, STAGES, WEIGHTS_DIR  # noqa: E402
-from pytest_mllm.models.tiny import _CHAT_TEMPLATE  # noqa: E402  (the same LLaVA-1.5 style template)
+from pytest_mllm.models.tiny import CHAT_TEMPLATE, bpe_tokenizer, llava_config, llava_processor, untrained_llava  # noqa: E402
 from pytest_mllm.sample import Sample  # noqa: E402
 from pytest_mllm.vrp.expand import expand, with_variants  # noqa: E402
 from pytest_mllm.vrp.render import RGB as POINTER_RGB  # noqa: E402
@@ -81,7 +81,6 @@ IMAGE_SIZE = 64
 PATCH_SIZE = 8
 IMAGE_TOKENS = (IMAGE_SIZE // PATCH_SIZE) ** 2  # CLS dropped ("default" strategy)
 VOCAB_SIZE = 512
-SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<image>"]
 VISION = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 2}
 TEXT = {"hidden_size": 96, "intermediate_size": 256, "num_hidden_layers": 3,
         "num_attention_heads": 4, "num_key_value_heads": 2}
@@ -342,52 +341,21 @@ def chat_text(prompt: str) -> str:
     """The prompt rendered with the chat template (checked against the processor's rendering)."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(_CHAT_TEMPLATE)
+    template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(CHAT_TEMPLATE)
     return template.render(messages=chat_messages(prompt), add_generation_prompt=True)
 
 
 def build_processor(corpus: list[str]):
-    """A byte-level BPE tokenizer trained on `corpus`, wrapped in a LlavaProcessor."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import CLIPImageProcessorPil, LlavaProcessor, PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    bpe.train_from_iterator(corpus, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>",
-                                        pad_token="<pad>", padding_side="left")
-    image_processor = CLIPImageProcessorPil(size={"shortest_edge": IMAGE_SIZE},
-                                            crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
-    return LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=PATCH_SIZE,
-                          vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                          chat_template=_CHAT_TEMPLATE)
+    """A byte-level BPE tokenizer trained on `corpus`, wrapped in a LlavaProcessor (tiny.py's recipe)."""
+    return llava_processor(bpe_tokenizer(corpus, VOCAB_SIZE), image_size=IMAGE_SIZE, patch_size=PATCH_SIZE)
 
 
 def build_model(tokenizer):
-    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
-
-    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in SPECIAL_TOKENS}
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, projection_dim=VISION["hidden_size"],
-                                       **VISION),
-        text_config=LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=512, pad_token_id=ids["<pad>"],
-                                bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], **TEXT),
-        image_token_id=ids["<image>"],
-        image_seq_length=IMAGE_TOKENS,
-        vision_feature_select_strategy="default",
-        vision_feature_layer=-1,
-    )
+    """tiny.py's architecture at this script's sizes, seeded with SEED."""
+    config = llava_config(tokenizer, image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, vision=VISION,
+                          text={"max_position_embeddings": 512, **TEXT}, vision_feature_layer=-1)
     torch.manual_seed(SEED)
-    model = LlavaForConditionalGeneration(config)
-    generation = model.generation_config
-    generation.pad_token_id = ids["<pad>"]
-    generation.bos_token_id = ids["<s>"]
-    generation.eos_token_id = ids["</s>"]
-    generation.do_sample = False
-    return model
+    return untrained_llava(config, tokenizer)
 
 
 def encode(tokenizer, example: Example) -> tuple[list[int], int]:

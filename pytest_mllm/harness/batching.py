@@ -72,4 +72,3 @@ class Batcher:
                 if len(upcoming) == want:
                     break
         return upcoming
-

@@ -14,7 +14,9 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 TINY_LLAVA_VERSION = "1"  # bump when the recipe below changes
 
@@ -22,7 +24,7 @@ _MARKER = ".pytest-mllm-complete"
 _SEED = 0
 _IMAGE_SIZE = 32
 _PATCH_SIZE = 8
-_SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<image>"]
+SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<image>"]
 _BUILD_LOCK = threading.Lock()  # the build seeds torch's global RNG
 _CORPUS = [
     "yes no Yes No YES NO yes. no. Yes. No.",
@@ -39,7 +41,7 @@ _CORPUS = [
     "left right top bottom above below next to on in of the a an is are there what which",
 ]
 # LLaVA-1.5 style: "USER: <image>\n<question> ASSISTANT:".
-_CHAT_TEMPLATE = (
+CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{% if message['role'] == 'user' %}USER: {% else %}ASSISTANT: {% endif %}"
     "{% if message['content'] is string %}{{ message['content'] }}"
@@ -119,83 +121,79 @@ def _move_into_place(tmp: Path, dest: Path) -> None:
 def _build(folder: Path) -> None:
     """Write the tiny LLaVA's processor and weights to `folder`."""
     import torch
+
+    tokenizer = bpe_tokenizer(_CORPUS)
+    processor = llava_processor(tokenizer, image_size=_IMAGE_SIZE, patch_size=_PATCH_SIZE)
+    config = llava_config(tokenizer, image_size=_IMAGE_SIZE, patch_size=_PATCH_SIZE,
+                          vision={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 2},
+                          text={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "num_key_value_heads": 2})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_SEED)
+        model = untrained_llava(config, tokenizer).eval()
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+
+
+# -- the recipe, shared with the scripts that build bigger or trained LLaVAs --------------------------
+
+def bpe_tokenizer(corpus: Sequence[str], vocab_size: int = 512) -> Any:
+    """A byte-level BPE tokenizer trained on `corpus`, with the special tokens, left padding."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        CLIPImageProcessorPil,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        PreTrainedTokenizerFast,
-    )
+    from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=512,
-        special_tokens=_SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(_CORPUS, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        padding_side="left",
-    )
-    image_processor = CLIPImageProcessorPil(
-        size={"shortest_edge": _IMAGE_SIZE},
-        crop_size={"height": _IMAGE_SIZE, "width": _IMAGE_SIZE},
-    )
-    processor = LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tokenizer,
-        patch_size=_PATCH_SIZE,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    bpe.train_from_iterator(corpus, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                   padding_side="left")
+
+
+def llava_processor(tokenizer: Any, *, image_size: int, patch_size: int) -> Any:
+    """A LlavaProcessor for square images of `image_size`, with the LLaVA-1.5 style chat template."""
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
+
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": image_size},
+                                            crop_size={"height": image_size, "width": image_size})
+    return LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=patch_size,
+                          vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                          chat_template=CHAT_TEMPLATE)
+
+
+def llava_config(tokenizer: Any, *, image_size: int, patch_size: int, vision: Mapping[str, Any],
+                 text: Mapping[str, Any], vision_feature_layer: int = -2) -> Any:
+    """A LlavaConfig of a CLIP vision tower and a Llama text model of these sizes, for `tokenizer`'s
+    special tokens; unless `vision` or `text` say otherwise, the projection is as wide as the tower,
+    the vocabulary the tokenizer's, and 2048 positions."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+
+    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in SPECIAL_TOKENS}
+    return LlavaConfig(
+        vision_config=CLIPVisionConfig(**{"image_size": image_size, "patch_size": patch_size,
+                                          "projection_dim": vision["hidden_size"], **vision}),
+        text_config=LlamaConfig(**{"vocab_size": len(tokenizer), "max_position_embeddings": 2048,
+                                   "pad_token_id": ids["<pad>"], "bos_token_id": ids["<s>"],
+                                   "eos_token_id": ids["</s>"], **text}),
+        image_token_id=ids["<image>"],
+        image_seq_length=(image_size // patch_size) ** 2,
         vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=_CHAT_TEMPLATE,
+        vision_feature_layer=vision_feature_layer,
     )
 
-    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in _SPECIAL_TOKENS}
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(
-            image_size=_IMAGE_SIZE,
-            patch_size=_PATCH_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            projection_dim=32,
-        ),
-        text_config=LlamaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=2048,
-            pad_token_id=ids["<pad>"],
-            bos_token_id=ids["<s>"],
-            eos_token_id=ids["</s>"],
-        ),
-        image_token_id=ids["<image>"],
-        image_seq_length=(_IMAGE_SIZE // _PATCH_SIZE) ** 2,
-        vision_feature_select_strategy="default",
-        vision_feature_layer=-2,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_SEED)
-        model = LlavaForConditionalGeneration(config).eval()
+
+def untrained_llava(config: Any, tokenizer: Any) -> Any:
+    """A LlavaForConditionalGeneration of `config` with fresh weights (seed torch first), greedy by default."""
+    from transformers import LlavaForConditionalGeneration
+
+    model = LlavaForConditionalGeneration(config)
+    ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in SPECIAL_TOKENS}
     generation = model.generation_config
     generation.pad_token_id = ids["<pad>"]
     generation.bos_token_id = ids["<s>"]
     generation.eos_token_id = ids["</s>"]
     generation.do_sample = False
-
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
+    return model

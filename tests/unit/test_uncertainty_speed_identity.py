@@ -74,7 +74,8 @@ def plain_replicates(records: list[dict[str, Any]], setup: MetricSetup, keys: li
 def plain_paired(base: list[dict[str, Any]], head: list[dict[str, Any]], setup: MetricSetup, keys: list[str],
                  samples: int, seed: int) -> dict[str, Any]:
     """The plain paired algorithm: the same `draw` of the base run's units scored in both runs by `setup.flat`."""
-    layers = [[[base.index(r) for r in unit] for unit in units] for units in strata(base)]
+    position = {id(record): n for n, record in enumerate(base)}
+    layers = [[[position[id(r)] for r in unit] for unit in units] for units in strata(base)]
     rng = np.random.default_rng(seed)
     diffs = np.full((samples, len(keys)), np.nan)
     for b in range(samples):
