@@ -4,8 +4,9 @@ It answers nonsense, but it exercises the whole transformers path (processor, ch
 template, image tokens, batched greedy generation) in seconds on a CPU, so the plugin
 can be tested end to end without downloading anything.
 
-Heavy imports (torch, transformers, tokenizers) happen inside the build function, so
-this module imports without them.
+Its recipe (`bpe_tokenizer`, `llava_processor`, `llava_config`, `untrained_llava`) also
+builds the scripts' bigger and trained LLaVAs. Heavy imports (torch, transformers,
+tokenizers) happen inside those functions, so this module imports without them.
 """
 
 from __future__ import annotations
