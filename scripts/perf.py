@@ -491,28 +491,27 @@ class ShapesLoop:
         model = HFModel(str(folder or ensure_tiny_llava()), name="raw")  # no num_threads: torch's default, as in the plugin
         self.load_s = time.perf_counter() - start
 
+        from pytest_mllm.engine.evaluator import render_prompt
+        from pytest_mllm.engine.images import load_image
         from pytest_mllm.engine.spec import find_spec, load_spec
         from pytest_mllm.loaders.shapes import build_samples
 
+        self.render_prompt, self.load_image = render_prompt, load_image  # imported once, not in the timed loop
         self.spec = load_spec(find_spec("shapes"))
         self.samples = build_samples(self.spec.name, **self.spec.loader_options)  # the plugin's collection order
         self.templates = {s.task: self.spec.task_settings(s.task).prompt for s in self.samples}
         self.processor, self.tokenizer, self.network = model.processor, model.tokenizer, model.model
 
     def prompt(self, sample: Any) -> str:
-        from pytest_mllm.engine.evaluator import render_prompt
-
-        question = render_prompt(self.templates[sample.task], sample)
+        question = self.render_prompt(self.templates[sample.task], sample)
         content = [{"type": "image"} for _ in sample.images] + [{"type": "text", "text": question}]
         return self.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                   tokenize=False)
 
     def answers(self, batch: list[Any]) -> tuple[list[str], float]:
         """The batch's answers, and the seconds spent loading its images."""
-        from pytest_mllm.engine.images import load_image
-
         t = time.perf_counter()
-        images = [[load_image(ref) for ref in s.images] for s in batch]
+        images = [[self.load_image(ref) for ref in s.images] for s in batch]
         images_s = time.perf_counter() - t
         inputs = self.processor(text=[self.prompt(s) for s in batch], images=images, return_tensors="pt", padding=True)
         with self.torch.inference_mode():
