@@ -20,6 +20,15 @@ from typing import Any, Mapping
 LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
+# Readings that differ from the reference's, each off unless a spec lists it in `deviations`.
+DEVIATIONS = {
+    "keep_na_words": "an option, answer or category cell holding one of pandas' missing-value words (\"None\", "
+                     "\"NA\", \"nan\", \"null\", …) is that text, not a missing cell",
+    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells are removed, and no "
+                   "column is read as numbers",
+    "answer_option_text": "(parquet) an answer cell holding an option's text is that option's letter, not an "
+                          "answer no response can match",
+}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _COMMENT = re.compile(r"\s#")  # a comment in a subset file: '#' at a line's start or after white space
 
@@ -42,6 +51,8 @@ class About:
 
     source: str = ""  # where users get the files the spec reads
     reference: str = ""  # the implementation whose scores this spec reproduces
+    reference_repository: str = ""  # where that implementation lives ("open-compass/VLMEvalKit")
+    reference_commit: str = ""  # the commit of it whose scores the spec matches
     samples: int | None = None  # questions in the released split(s) the spec reads
 
 
@@ -67,6 +78,7 @@ class BenchmarkSpec:
     loader_options: Mapping[str, Any] = field(default_factory=dict)
     variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
+    deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
 
     @property
@@ -219,6 +231,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         loader_options=checked.loader_options or {},
         variants=checked.variants,
         subset=checked.subset,
+        deviations=tuple(checked.deviations or ()),
         about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
     )
 
@@ -419,6 +432,12 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
                                     examples=["huggingface-cli download --repo-type dataset lmms-lab/LIME"])
         reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
                                        examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
+        reference_repository: Text | None = Field(
+            None, description="The repository of the reference implementation, recorded with the results.",
+            examples=["open-compass/VLMEvalKit"])
+        reference_commit: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{40}$")] | None = Field(
+            None, description=("The reference's commit whose scores the spec matches (40 hex digits), recorded "
+                               "with the results: references change their numbers between versions."))
         samples: Annotated[int, Field(strict=True, ge=1)] | None = Field(
             None, description="The number of questions in the released split(s) the spec reads.")
 
@@ -477,6 +496,10 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         subset: Text | None = Field(None, description=(
             "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
             "samples run."), examples=["curated_ids.txt"])
+        deviations: list[Literal[tuple(DEVIATIONS)]] | None = Field(None, description=(
+            "Readings that differ from the reference's, each off unless listed here, recorded with the results: "
+            + "; ".join(f"{name}: {what}" for name, what in DEVIATIONS.items()) + "."),
+            examples=[["strip_cells"]])
         about: AboutSection | None = Field(None, description=(
             "For the benchmarks page: where the files come from, the reference implementation, the sample count."))
 

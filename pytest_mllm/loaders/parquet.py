@@ -31,6 +31,13 @@ loader_options:
   where:    keep only the rows whose columns hold these values ({column: value or list of values},
             compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
+
+The answer, category, l2_category and option cells are read as the benchmark's reference reads its
+TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
+all-number column is numbers), so that both layouts of a benchmark score alike; a missing answer
+is "nan", as there. An answer is an option's letter, or its position in a choices list; an answer
+that is neither is scored and never right, as the reference scores it (the `answer_option_text`
+deviation reads an option's text as its letter).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from typing import Any, NamedTuple
 
 from pytest_mllm.engine.images import check_relative
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.loaders.cells import read_column
 from pytest_mllm.loaders.inline_options import split_options
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
@@ -69,7 +77,7 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     inline = options.get("options_in_question", False)
     if not isinstance(inline, bool):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question' must be true or false")
-    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline)
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations))
     if rules.inline_options and columns.get("choices"):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
                         "question or from columns.choices, not both")
@@ -114,6 +122,7 @@ class _Rules(NamedTuple):
 
     answers: dict[str, str]
     inline_options: bool = False
+    deviations: frozenset[str] = frozenset()
 
 
 def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
@@ -313,6 +322,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
     table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
     count = parquet.metadata.num_rows
     cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
+    _read_cells(cells, columns, rules or _Rules({}))
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
     starts, start = [], 0
@@ -343,6 +353,25 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         except ValueError as exc:
             samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
     return samples, count
+
+
+def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Rules) -> None:
+    """The answer, category and option columns replaced by their reading as the TSV twin's (`loaders/cells.py`),
+    each typed over the file; a choices list column is read position by position, as the TSV's A, B, …"""
+    reading = {"keep_na_words": "keep_na_words" in rules.deviations, "strip": "strip_cells" in rules.deviations}
+    choices = columns.get("choices")
+    names = [columns.get(key) for key in ("answer", "category", "l2_category")]
+    names += choices if isinstance(choices, list) else []
+    for name in dict.fromkeys(n for n in names if isinstance(n, str) and n in cells):
+        values = cells[name]
+        if all(v is None or isinstance(v, (str, int, float)) for v in values):
+            cells[name] = read_column([None if v is None else str(v) for v in values], **reading)
+    if isinstance(choices, str) and choices in cells and all(v is None or isinstance(v, list) for v in cells[choices]):
+        lists = cells[choices]
+        width = max((len(v) for v in lists if v), default=0)
+        read = [read_column([None if not v or len(v) <= p or v[p] is None else str(v[p]) for v in lists], **reading)
+                for p in range(width)]
+        cells[choices] = [None if v is None else [read[p][r] for p in range(len(v))] for r, v in enumerate(lists)]
 
 
 def _raw_id(row: dict[str, Any], column: str | list[str] | None, number: int) -> Any:
@@ -411,6 +440,11 @@ def _text(value: Any, field_name: str) -> str:
     return str(value).strip()
 
 
+def _read(value: Any, field_name: str) -> str:
+    """A cell `_read_cells` has read (kept as read: whitespace included), else a text cell stripped."""
+    return value if isinstance(value, str) else _text(value, field_name)
+
+
 def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], task: str, sample_id: str,
             raw_id: Any, images: tuple[ImageRef, ...], number: int, relative: str, rules: _Rules) -> Sample:
     if not task:
@@ -432,8 +466,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         references = references or [str(x).strip() for x in answer_cell if x is not None and str(x).strip()]
         answer = references[0] if references else ""
     else:
-        answer = _text(answer_cell, columns.get("answer") or "answer")
-        answer = rules.answers.get(answer, answer)
+        answer = _read(answer_cell, columns.get("answer") or "answer") or ("" if references else "nan")
+        answer = rules.answers.get(answer, answer)  # a missing cell: "nan", as the reference prints pandas' NaN
     if not answer and references:
         answer = references[0]
     if not answer:
@@ -443,14 +477,14 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         question, choices = split_options(question)
     if choices:
         answer_type = "choice"
-        answer = _choice_answer(answer, choices, columns.get("answer") or "answer")
+        answer = _choice_answer(answer, choices, "answer_option_text" in rules.deviations)
     elif answer.lower() in ("yes", "no") and not references[1:]:
         answer_type = "yes_no"
     else:
         answer_type = "open"
     hint = _text(row.get(columns["hint"]), columns["hint"]) if columns.get("hint") else ""
-    category = _text(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
-    l2_category = _text(row.get(columns["l2_category"]), columns["l2_category"]) if columns.get("l2_category") else ""
+    category = _read(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
+    l2_category = _read(row.get(columns["l2_category"]), columns["l2_category"]) if columns.get("l2_category") else ""
     metadata: dict[str, Any] = {"source_id": str(raw_id), "hint": hint, "source": f"{relative}#{number}"}
     if references:
         metadata["references"] = references
@@ -462,10 +496,9 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
 def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
     if not spec:
         return ()
-    if isinstance(spec, list):
+    if isinstance(spec, list):  # cells read as the TSV twin's option columns (`_read_cells`): None when missing
         texts = [row.get(name) for name in spec]
-        return tuple((letter, str(text).strip()) for letter, text in zip(_LETTERS, texts)
-                     if text is not None and str(text).strip() and str(text).strip().lower() not in ("nan", "none"))
+        return tuple((letter, str(text)) for letter, text in zip(_LETTERS, texts) if text is not None)
     cell = row.get(spec)
     if cell is None:
         return ()
@@ -480,19 +513,20 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
         raise ValueError(f"field {spec!r}: expected a list of options, found {type(cell).__name__}")
     if len(cell) > len(_LETTERS):
         raise ValueError(f"field {spec!r}: {len(cell)} options, more than {len(_LETTERS)}")
-    return tuple((letter, str(text).strip()) for letter, text in zip(_LETTERS, cell))
+    return tuple((letter, str(text)) for letter, text in zip(_LETTERS, cell) if text is not None)
 
 
-def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str) -> str:
-    """The answer as an option letter: a letter, an option's index (0-based), or an option's text."""
+def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], option_text: bool = False) -> str:
+    """The answer as an option letter: a letter, or an option's index (0-based) in a choices list;
+    with `option_text` (a deviation), an option's text. Any other answer is kept: the reference
+    compares it with the option read from the response, which it never equals."""
     letters = [letter for letter, _ in choices]
     if answer.upper() in letters:
         return answer.upper()
-    if answer.isdigit() and int(answer) < len(letters):
-        return letters[int(answer)]
-    for letter, text in choices:
+    if answer.isdigit() and int(answer) < len(_LETTERS):
+        return _LETTERS[int(answer)]
+    for letter, text in choices if option_text else ():
         if text == answer:
             return letter
-    raise ValueError(f"field {field_name!r}: answer {answer!r} is not one of the options {letters} "
-                     "(nor an option's index or text)")
+    return answer
 

@@ -11,7 +11,12 @@ l2-category, split, and image (base64 bytes) and/or image_path. As VLMEvalKit re
 - `split` is the sample's split; `loader_options.split` keeps one split's rows only;
 - a cell starting with `"` is quoted, as pandas reads it: tabs and line breaks inside are text.
 
-An option or answer cell is missing only when empty: "None", "null", "NA" are option texts.
+Option, answer, category and l2-category cells are read as VLMEvalKit's pandas reads them
+(`loaders/cells.py`): pandas' missing-value words ("None", "NA", "nan", …) are missing, whitespace
+is kept, an all-number column is numbers; the spec's `deviations` (`keep_na_words`, `strip_cells`)
+read them otherwise. An answer that is not one of the row's options (RealWorldQA's "Uphill",
+an answer whose option cell is missing) is scored, as there, and is never right. A UTF-8
+byte-order mark before the header is skipped, as pandas skips it.
 MMBench's circular passes of a question are rows `index + k·1_000_000` with the options
 rotated; every pass of a multiple-choice question shares the `pair_group` "<task>::<index mod
 1_000_000>", which `scoring/circular.py` scores together (CircularEval).
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
+from pytest_mllm.loaders.cells import read_column
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
@@ -49,8 +55,22 @@ def _cell(row: dict[str, str], column: str) -> str:
 
 
 def _text(row: dict[str, str], column: str) -> str:
-    """A cell whose every non-empty value is meant: an option text or an answer ("None" included)."""
-    return (row.get(column) or "").strip()
+    """A cell already read as the reference reads it (`_read_cells`): "" when missing."""
+    return row.get(column) or ""
+
+
+_READ_COLUMNS = ("answer", "category", "l2-category")  # with the option columns: read as pandas reads them
+
+
+def _read_cells(spec: BenchmarkSpec, header: list[str], rows: list[Row]) -> None:
+    """The option, answer and category cells of every row replaced by their reading (`loaders/cells.py`),
+    each column typed over the whole file as pandas types it; a missing cell becomes ""."""
+    deviations = set(spec.deviations)
+    for column in [c for c in header if c in _OPTION_LETTERS or c in _READ_COLUMNS]:
+        values = read_column([row.cells.get(column) for row in rows], keep_na_words="keep_na_words" in deviations,
+                             strip="strip_cells" in deviations)
+        for row, value in zip(rows, values):
+            row.cells[column] = value or ""
 
 
 class ImageData(NamedTuple):
@@ -126,6 +146,8 @@ def read_rows(path: Path) -> tuple[list[str], list[Row]]:
                 continue
             if not header:
                 header = cells
+                if header[0].startswith("\ufeff"):  # a byte-order mark, skipped as pandas skips it
+                    header[0] = header[0][1:]
                 continue
             rows.append(_row(header, cells, first, start, "".join(lines.taken)))
         if rows and _unclosed(header, cells):
@@ -198,6 +220,7 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     if "image" not in header and "image_path" not in header:
         raise SpecError(f"{path}: needs an 'image' (base64) or 'image_path' column")
     data_by_index = {_cell(row.cells, "index"): row.data for row in rows if row.data is not None}
+    _read_cells(spec, header, rows)
     rows = _select_split(spec, path, header, rows)
     task_column = spec.loader_options.get("task_column")
     fixed_task = str(spec.loader_options.get("task", spec.name))
@@ -245,7 +268,7 @@ def _tasks(row: dict[str, str], task_column: str | None, fixed_task: str,
     """
     if not task_column:
         return [(fixed_task, row)]
-    cell = _cell(row, task_column)
+    cell = _text(row, task_column) if task_column in _READ_COLUMNS else _cell(row, task_column)
     if not separator or separator not in cell:
         return [(cell, row)]
     names = list(dict.fromkeys(name.strip() for name in cell.split(separator) if name.strip()))
@@ -261,9 +284,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         raise ValueError("field 'answer': empty cell")
     choices = tuple((letter, _text(row, letter)) for letter in letters if _text(row, letter))
     if choices:
-        answer_type = "choice"
-        if answer not in {letter for letter, _ in choices}:
-            raise ValueError(f"field 'answer': {answer!r} is not one of the options {[c for c, _ in choices]}")
+        answer_type = "choice"  # an answer that is no option's letter is scored, and never right
     elif answer.lower() in ("yes", "no"):
         answer_type = "yes_no"
     else:
@@ -272,7 +293,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         id=sample_id, benchmark=spec.name, task=task, question=_cell(row, "question"),
         answer=answer, answer_type=answer_type, images=images,
         choices=choices, pair_group=_circular_group(task, index) if choices else None, split=_cell(row, "split") or "test",
-        category=_cell(row, "category") or None, l2_category=_cell(row, "l2-category") or None,
+        category=_text(row, "category") or None, l2_category=_text(row, "l2-category") or None,
         metadata={"source_id": index, "hint": _cell(row, "hint")},
     )
 

@@ -93,6 +93,8 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
             name: {
                 "spec": str(r.spec.path),
                 "version": r.spec.version,
+                "reference": reference_entry(r.spec),
+                "deviations": list(r.spec.deviations),
                 "headline": r.spec.headline,
                 "metrics": r.metrics,
                 "scopes": r.scopes,
@@ -106,6 +108,14 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
         ],
         "records": [record for r in results.values() for record in r.records],
     }
+
+
+def reference_entry(spec: BenchmarkSpec) -> dict[str, str] | None:
+    """Which reference the benchmark's scores reproduce: its implementation, repository and pinned commit."""
+    about = spec.about
+    if not (about.reference or about.reference_repository or about.reference_commit):
+        return None
+    return {"implementation": about.reference, "repository": about.reference_repository, "commit": about.reference_commit}
 
 
 def _uncertainty(result: BenchmarkResult) -> dict[str, Any]:

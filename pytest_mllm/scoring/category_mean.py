@@ -1,7 +1,9 @@
 """`category_mean`: an l2-category's accuracy as the mean of its categories' accuracies, as
 MMT-Bench's report (VLMEvalKit's `report_acc_MMT`) gives each of its 32 meta-tasks: every
-subtask (category) weighs the same, however many questions it has. Overall and per-category
-accuracy stay the plain `accuracy` over questions, as there."""
+subtask (category) weighs the same, however many questions it has. A subtask's accuracy is over
+all its questions in the benchmark, as there: a subtask name that two meta-tasks share counts
+every question of that name in each. Overall and per-category accuracy stay the plain `accuracy`
+over questions, as there."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ def scope_category_mean(scope: ScopeView) -> Scope:
     """`category_mean_accuracy` in each l2-category scope: the mean over its categories' accuracies."""
     if scope.kind != "l2_category":
         return {}
-    by_category: dict[str, list[Record]] = defaultdict(list)
-    for record in scope.scored:
-        by_category[record.get("category") or ""].append(record)
-    if not by_category:
+    names = {record.get("category") or "" for record in scope.scored}
+    if not names:
         return {}
+    by_category: dict[str, list[Record]] = defaultdict(list)
+    for record in scope.benchmark or scope.scored:
+        if record["status"] != "error" and (record.get("category") or "") in names:
+            by_category[record.get("category") or ""].append(record)
     return {"category_mean_accuracy": sum(accuracy(rs) for rs in by_category.values()) / len(by_category)}

@@ -285,15 +285,19 @@ def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
 
 
 def list_literal(references: Sequence[str]) -> list[str]:
-    """The accepted answers: a single cell holding a Python list literal (the TSV releases'
-    multi-answer cells, read with ast.literal_eval, never eval) gives its items as text."""
+    """The accepted answers as VLMEvalKit reads an answer cell (`istype(answer, list)`): a single cell
+    that is a Python list literal (read with ast.literal_eval, never eval) gives its items as text;
+    any other cell, list-looking text included ("[Gambia, Niger]", a formula "[0, \\pi]"), is one
+    answer, compared as text."""
     import ast
 
     if len(references) == 1 and references[0].lstrip().startswith("["):
         try:
             value = ast.literal_eval(references[0].strip())
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(f"answer cell {references[0][:60]!r} is not a valid list of answers") from None
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return list(references)
+        if value == []:
+            raise ValueError("answer cell '[]' is an empty list of answers, which the reference cannot score either")
         if isinstance(value, list):
             return [str(item) for item in value]
     return list(references)
@@ -329,10 +333,12 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
 WHOLE_RESPONSE = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
 
 
-def score_answer(parser_name: str, answer: str, references: Sequence[str]) -> tuple[float, bool]:
-    """(score in [0, 1], correct) of `answer` under the metric of `parser_name`."""
+def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
+                 from_list: bool = False) -> tuple[float, bool]:
+    """(score in [0, 1], correct) of `answer` under the metric of `parser_name`; `from_list`: the
+    references are a list column's items (a parquet release), never read again as list text."""
     scorer, threshold = SCORERS[parser_name]
-    if parser_name in WHOLE_RESPONSE:
+    if parser_name in WHOLE_RESPONSE and not from_list:
         references = list_literal(references)
     if not references:
         raise ValueError("no reference answer to score against")

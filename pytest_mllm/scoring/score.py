@@ -51,7 +51,7 @@ def _score_against_references(record: Record, sample: Sample, response: Response
                       f"'references' must be a list of strings, not {given!r}")
         return record
     try:
-        score, correct = score_answer(record["parser"], parsed, references(sample))
+        score, correct = score_answer(record["parser"], parsed, references(sample), from_list=given is not None)
     except (ImportError, ValueError) as exc:
         record.update(response=response.text, parsed=parsed, error=f"cannot score the answer: {exc}")
         return record

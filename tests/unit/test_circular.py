@@ -122,18 +122,23 @@ def test_option_reading_follows_vlmevalkit_rules(response: str, expected: str) -
     assert multiple_choice(response, CHOICES) == expected
 
 
-def test_none_null_and_na_option_texts_stay_options(tmp_path: Path) -> None:
+def test_none_null_and_na_option_cells_are_missing_as_pandas_reads_them(tmp_path: Path) -> None:
+    """VLMEvalKit reads MMBench's TSV with pandas: "None", "null", "NA" are missing options, "none" is text;
+    the `keep_na_words` deviation keeps them."""
     (tmp_path / "MMBench_DEV_EN.tsv").write_text(
         "index\tquestion\thint\tA\tB\tC\tD\tanswer\tcategory\timage\tl2-category\tsplit\n"
         "7\tWhich?\t\tNone\tnull\tNA\tnone\tA\tc\t" + "iVBORw0KGgo" * 8 + "\tl2\tdev\n"
         "1000007\tWhich?\t\tnull\tNA\tnone\tNone\tD\tc\t7\tl2\tdev\n")
     samples = load_samples(load_spec(find_spec("mmbench")), tmp_path)
-    assert all(isinstance(s, Sample) for s in samples)
     first, second = samples
     assert isinstance(first, Sample) and isinstance(second, Sample)
-    assert first.choices == (("A", "None"), ("B", "null"), ("C", "NA"), ("D", "none"))
-    assert (first.answer, second.answer) == ("A", "D")
+    assert (first.choices, second.choices) == ((("D", "none"),), (("C", "none"),))
+    assert (first.answer, second.answer) == ("A", "D")  # answers no response can match: incorrect, not errors
     assert first.pair_group == second.pair_group == "dev::7"
+    text = find_spec("mmbench").read_text(encoding="utf-8") + "deviations: [keep_na_words]\n"
+    (tmp_path / "kept.yaml").write_text(text.replace("name: mmbench", "name: kept"), encoding="utf-8")
+    first, _ = load_samples(load_spec(tmp_path / "kept.yaml"), tmp_path)
+    assert isinstance(first, Sample) and first.choices == (("A", "None"), ("B", "null"), ("C", "NA"), ("D", "none"))
 
 
 def test_the_fixture_is_what_its_script_writes() -> None:

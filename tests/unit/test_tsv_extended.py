@@ -107,7 +107,7 @@ def test_quoted_cells_read_as_pandas_reads_them_and_rows_keep_their_first_line(t
     cells = first.split("\t")
     cells[names.index("hint")] = '"A hint\tover two\nlines, with ""quotes"""'
     later = ["9", *first.split("\t")[1:]]
-    later[names.index("answer")] = "Z"  # a bad row after the quoted one: its error names its own line
+    later[names.index("image")] = "404"  # a bad row after the quoted one: its error names its own line
     root = tmp_path / "data"
     root.mkdir()
     (root / "Extended.tsv").write_text("\n".join([header, "\t".join(cells), "\t".join(later)]) + "\n")
@@ -115,7 +115,7 @@ def test_quoted_cells_read_as_pandas_reads_them_and_rows_keep_their_first_line(t
     spec.write_text(f"name: ext\nloader: tsv\nparser: choice\ndata: {{root: {root}, file: Extended.tsv}}\n")
     samples = load_samples(load_spec(spec), root)
     assert isinstance(samples[0], Sample) and samples[0].metadata["hint"] == 'A hint\tover two\nlines, with "quotes"'
-    assert isinstance(samples[1], BadSample) and f"{root / 'Extended.tsv'}:4: field 'answer'" in samples[1].error
+    assert isinstance(samples[1], BadSample) and f"{root / 'Extended.tsv'}:4: field 'image'" in samples[1].error
 
 
 def test_an_unclosed_quote_is_named(tmp_path: Path) -> None:

@@ -94,10 +94,12 @@ def test_list_literal_reads_answer_cells_safely() -> None:
     assert list_literal(["[1, 2.5]"]) == ["1", "2.5"]
     assert list_literal(["plain"]) == ["plain"]
     assert list_literal(["a", "b"]) == ["a", "b"]
-    with pytest.raises(ValueError, match="not a valid list of answers"):
-        list_literal(["['a', 'b'"])
-    with pytest.raises(ValueError, match="not a valid list of answers"):
-        list_literal(["[__import__('os').getcwd()]"])  # never evaluated
+    # text that only looks like a list is one answer, as VLMEvalKit's istype(answer, list) reads it
+    assert list_literal(["['a', 'b'"]) == ["['a', 'b'"]
+    assert list_literal(["[Gambia, Niger]"]) == ["[Gambia, Niger]"]
+    assert list_literal(["[__import__('os').getcwd()]"]) == ["[__import__('os').getcwd()]"]  # never evaluated
+    with pytest.raises(ValueError, match="the reference cannot score either"):
+        list_literal(["[]"])
 
 
 @pytest.mark.parametrize(("response", "read"), [

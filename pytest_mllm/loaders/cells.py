@@ -1,0 +1,62 @@
+"""Text cells as the reference code reads them: VLMEvalKit loads a TSV with pandas' `read_csv`.
+
+What that reading does to the cells the scores depend on (options, answers, categories):
+
+- a cell that is one of pandas' missing-value words (`NA_WORDS`: "", "NA", "None", "nan", "null",
+  "N/A", …, compared exactly: "none" and " NA" are text) is missing;
+- whitespace is kept: " Dog" and "Dog\\t" are other texts than "Dog";
+- a column whose every present cell is a number is read as numbers, and scored as Python prints
+  them: "03" is "3"; with a missing cell or a decimal, "3" is "3.0" and "1.50" is "1.5"; a column
+  of true/false words is read as booleans ("true" is "True");
+- any other cell is its text, list-looking ones ("[Gambia, Niger]") included.
+
+`read_column` gives one column's cells so read (None: missing). Deviations from this reading are
+named, and off unless a spec lists them (`engine/spec.py`'s `DEVIATIONS`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+# pandas' default missing-value words (pandas._libs.parsers.STR_NA_VALUES), compared exactly
+NA_WORDS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
+_FLOAT = re.compile(r"^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|infinity)\s*$",
+                    re.IGNORECASE)
+_BOOLEANS = {"True": "True", "TRUE": "True", "true": "True", "False": "False", "FALSE": "False", "false": "False"}
+
+
+def read_column(cells: Sequence[str | None], *, keep_na_words: bool = False, strip: bool = False) -> list[str | None]:
+    """A column's cells as pandas reads them (None: missing), or with the named deviations:
+    `keep_na_words` (a missing-value word is text; only an empty cell is missing) and `strip`
+    (surrounding whitespace removed, and then no column is read as numbers)."""
+    if strip:
+        cells = [None if cell is None else cell.strip() for cell in cells]
+    if keep_na_words or strip:
+        return [cell if cell else None for cell in cells]
+    present = [cell for cell in cells if cell is not None and cell not in NA_WORDS]
+    read: list[str | None] = [None if cell is None or cell in NA_WORDS else cell for cell in cells]
+    if not present:
+        return read
+    missing = len(present) < len(cells)
+    if all(_INTEGER.match(cell) for cell in present):
+        return [None if cell is None else (str(float(int(cell))) if missing else str(int(cell))) for cell in read]
+    if all(_FLOAT.match(cell) for cell in present):
+        return [None if cell is None else str(float(cell)) for cell in read]
+    if all(cell in _BOOLEANS for cell in present):
+        return [None if cell is None else _BOOLEANS[cell] for cell in read]
+    return read
+
+
+def read_text(cell: str | None, *, keep_na_words: bool = False, strip: bool = False) -> str | None:
+    """One text cell (a parquet string, no column typing) as pandas would read it from a TSV: a
+    missing-value word is missing; whitespace kept (the deviations as in `read_column`)."""
+    if cell is None:
+        return None
+    if strip:
+        cell = cell.strip()
+    if keep_na_words or strip:
+        return cell or None
+    return None if cell in NA_WORDS else cell
