@@ -279,9 +279,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
             letters: list[str], images: tuple[ImageRef, ...]) -> Sample:
     if not index:
         raise ValueError("field 'index': empty cell")
-    answer = _text(row, "answer")
-    if not answer:
-        raise ValueError("field 'answer': empty cell")
+    answer = _text(row, "answer") or "nan"  # a missing answer: pandas' NaN, which the reference prints "nan"
     choices = tuple((letter, _text(row, letter)) for letter in letters if _text(row, letter))
     if choices:
         answer_type = "choice"  # an answer that is no option's letter is scored, and never right

@@ -1,0 +1,149 @@
+"""The bundled specs score the cells of the real released files as their reference does, on both layouts.
+
+`fixtures/official/` holds, per benchmark with a TSV and a parquet layout, one set of rows shaped like
+the real files' awkward ones (list-looking answers, one-element list answers, word answers, cells with
+spaces and tabs, "None"/"NA"/"nan" options, numeric option columns, a subtask shared by two meta-tasks,
+a byte-order mark), written both ways, with recorded answers. Expected numbers: VLMEvalKit's own
+evaluation run on the TSVs (`fixtures/official/reference_scores.json`): repository
+open-compass/VLMEvalKit, commit e8e78f05f3080fe28154f2130321f17951c3be94, files
+vlmeval/dataset/image_vqa.py (ImageVQADataset.evaluate_heuristic, OCRBench.evaluate),
+vlmeval/dataset/image_mcq.py (ImageMCQDataset.evaluate_heuristic, judge exact_matching),
+vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py, vlmeval/utils/matching_util.py (can_infer),
+vlmeval/smp/file.py (load: pandas read_csv); command in fixtures/official/README.md:
+`cd /tmp/ref/src && PYTHONPATH=. ../venv/bin/python ../run_reference.py <fixtures/official> out.json`.
+
+The sweep: every fixture, both layouts, answered by its recorded answers (replay), is scored with no
+ERROR row (a run over it exits 0), every row's verdict equal to the reference's hit, the headline equal
+to the reference's, and the two layouts equal row by row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mllm.engine.spec import find_spec
+from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+from pytest_mllm.record import Record
+from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
+from pytest_mllm.sample import Sample
+
+pytest.importorskip("pyarrow")
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
+REFERENCE = json.loads((FIXTURES / "reference_scores.json").read_text(encoding="utf-8"))
+BENCHMARKS = sorted(REFERENCE)
+VQA_THRESHOLD = {"chartqa": 1.0, "docvqa": 0.5}  # the reference's hit is a score; ours is its verdict too
+
+
+def run(spec_name: str, *, spec_path: Path | None = None) -> tuple[list[Record], BenchmarkResult]:
+    folder = FIXTURES / spec_name
+    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / 'responses.jsonl'}", cache_mode="off",
+                                               data={"": str(folder)}))
+    spec = evaluation.spec(spec_path or find_spec(spec_name))
+    samples = evaluation.samples_for(spec)
+    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
+    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
+    for order, record in enumerate(records):
+        record["order"] = order
+    return records, compute_results({spec.name: spec}, records)[spec.name]
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, tuple[list[Record], BenchmarkResult]]:
+    return {f"{name}{suffix}": run(f"{name}{suffix}") for name in BENCHMARKS for suffix in ("", "_parquet")}
+
+
+def _by_row(records: list[Record]) -> list[Record]:
+    return sorted(records, key=lambda r: int(r["id"].rsplit("::", 1)[1].removeprefix("row")))
+
+
+@pytest.mark.parametrize("layout", ["", "_parquet"])
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_every_row_is_scored_as_the_reference_scores_it(runs: dict[str, Any], name: str, layout: str) -> None:
+    records, result = runs[name + layout]
+    reference = REFERENCE[name]
+    assert [r["error"] for r in records if r["status"] == "error"] == []  # a run over it exits 0
+    scores = [r.get("score") if name in VQA_THRESHOLD else bool(r["correct"]) for r in _by_row(records)]
+    expected = reference["hit"] if name in VQA_THRESHOLD else [bool(h) for h in reference["hit"]]
+    assert scores == pytest.approx(expected)
+    metrics = result.metrics
+    if name == "ocrbench":
+        assert metrics["ocrbench_score"] == reference["report"]["Final Score"]
+    elif name in VQA_THRESHOLD:
+        assert metrics["mean_score"] * 100 == pytest.approx(reference["report"]["Overall"])
+    else:
+        assert metrics["accuracy"] == pytest.approx(reference["report"]["Overall"][0])
+
+
+def test_both_layouts_give_the_same_verdicts_and_scores(runs: dict[str, Any]) -> None:
+    for name in BENCHMARKS:
+        tsv, parquet = (_by_row(runs[name + layout][0]) for layout in ("", "_parquet"))
+        assert [(r["status"], r.get("score"), r["parsed"]) for r in tsv] == \
+            [(r["status"], r.get("score"), r["parsed"]) for r in parquet], name
+        headline = runs[name][1].spec.headline
+        assert runs[name][1].metrics[headline] == runs[name + "_parquet"][1].metrics[headline], name
+
+
+def test_categories_differing_by_a_trailing_tab_stay_apart(runs: dict[str, Any]) -> None:
+    report = REFERENCE["scienceqa"]["report"]
+    for layout in ("scienceqa", "scienceqa_parquet"):
+        metrics = runs[layout][1].metrics
+        for category in ("Weather and climate", "Weather and climate\t", "Adaptations"):
+            assert metrics[f"{category}.accuracy"] == pytest.approx(report[category][0]), (layout, category)
+
+
+def test_mmt_bench_meta_tasks_count_a_shared_subtask_whole(runs: dict[str, Any]) -> None:
+    expected = REFERENCE["mmt_bench"]["l2_category"]
+    for layout in ("mmt_bench", "mmt_bench_parquet"):
+        metrics = runs[layout][1].metrics
+        got = {key.split(".")[1]: value for key, value in metrics.items()
+               if key.startswith("l2_category.") and key.endswith(".category_mean_accuracy")}
+        assert got == pytest.approx(expected), layout
+        assert metrics["anomaly_detection.accuracy"] == REFERENCE["mmt_bench"]["report"]["anomaly_detection"][0]
+
+
+def test_option_cells_are_read_as_pandas_reads_them(runs: dict[str, Any]) -> None:
+    """The options each layout gives equal the cells the reference's pandas reading gives (str of the value)."""
+    for name in ("ai2d", "seedbench", "mmt_bench", "scienceqa", "realworldqa"):
+        read = REFERENCE[name]["read"]
+        expected = [{letter: str(read[letter][row]) for letter in "ABCDEFGHI"
+                     if letter in read and read[letter][row] is not None} for row in range(len(REFERENCE[name]["hit"]))]
+        for layout in ("", "_parquet"):
+            samples = [s for s in _samples(name + layout)]
+            assert [dict(s.choices) for s in samples] == expected, name + layout
+
+
+def _samples(spec_name: str) -> list[Any]:
+    evaluation = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off",
+                                               data={"": str(FIXTURES / spec_name)}))
+    samples = evaluation.samples_for(evaluation.spec(find_spec(spec_name)))
+    return sorted(samples, key=lambda s: int(s.id.rsplit("::", 1)[1].removeprefix("row")))
+
+
+def test_deviations_are_off_by_default_named_when_on_and_recorded(tmp_path: Path, runs: dict[str, Any]) -> None:
+    _, result = runs["mmt_bench"]
+    entry = results_document({"mmt_bench": result}, [], {})["benchmarks"]["mmt_bench"]
+    assert entry["deviations"] == []
+    assert entry["reference"] == {"implementation": result.spec.about.reference, "repository": "open-compass/VLMEvalKit",
+                                  "commit": "e8e78f05f3080fe28154f2130321f17951c3be94"}
+    text = find_spec("mmt_bench").read_text(encoding="utf-8").replace("name: mmt_bench", "name: mmt_bench_friendly")
+    (tmp_path / "friendly.yaml").write_text(text + "deviations: [strip_cells, keep_na_words]\n", encoding="utf-8")
+    records, friendly = run("mmt_bench", spec_path=tmp_path / "friendly.yaml")
+    entry = results_document({"mmt_bench_friendly": friendly}, [], {})["benchmarks"]["mmt_bench_friendly"]
+    assert entry["deviations"] == ["strip_cells", "keep_na_words"]
+    first = _by_row(records)[0]  # options " dog", "cat\t": the answer "cat" reads as B once stripped
+    assert first["correct"] is True and REFERENCE["mmt_bench"]["hit"][0] == 0
+    assert friendly.metrics["accuracy"] > result.metrics["accuracy"]
+
+
+def test_the_fixtures_are_what_their_script_writes() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), "--check"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
