@@ -31,16 +31,14 @@ _BOOLEANS = {"True": "True", "TRUE": "True", "true": "True", "False": "False", "
 def read_column(cells: Sequence[str | None], *, keep_na_words: bool = False, strip: bool = False) -> list[str | None]:
     """A column's cells as pandas reads them (None: missing), or with the named deviations:
     `keep_na_words` (a missing-value word is text; only an empty cell is missing) and `strip`
-    (surrounding whitespace removed, and then no column is read as numbers)."""
+    (surrounding whitespace removed, and no column read as numbers)."""
     if strip:
         cells = [None if cell is None else cell.strip() for cell in cells]
-    if keep_na_words or strip:
-        return [cell if cell else None for cell in cells]
-    present = [cell for cell in cells if cell is not None and cell not in NA_WORDS]
-    read: list[str | None] = [None if cell is None or cell in NA_WORDS else cell for cell in cells]
-    if not present:
+    read = [None if cell is None or _missing(cell, keep_na_words) else cell for cell in cells]
+    present = [cell for cell in read if cell is not None]
+    if strip or not present:
         return read
-    missing = len(present) < len(cells)
+    missing = len(present) < len(read)
     if all(_INTEGER.match(cell) for cell in present):
         return [None if cell is None else (str(float(int(cell))) if missing else str(int(cell))) for cell in read]
     if all(_FLOAT.match(cell) for cell in present):
@@ -50,13 +48,5 @@ def read_column(cells: Sequence[str | None], *, keep_na_words: bool = False, str
     return read
 
 
-def read_text(cell: str | None, *, keep_na_words: bool = False, strip: bool = False) -> str | None:
-    """One text cell (a parquet string, no column typing) as pandas would read it from a TSV: a
-    missing-value word is missing; whitespace kept (the deviations as in `read_column`)."""
-    if cell is None:
-        return None
-    if strip:
-        cell = cell.strip()
-    if keep_na_words or strip:
-        return cell or None
-    return None if cell in NA_WORDS else cell
+def _missing(cell: str, keep_na_words: bool) -> bool:
+    return cell == "" if keep_na_words else cell in NA_WORDS

@@ -147,3 +147,24 @@ def test_the_fixtures_are_what_their_script_writes() -> None:
     done = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), "--check"], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """One pytest-mllm run over the sixteen fixtures, every row answered (the recorded answers, keyed by
+    benchmark and sample id): no ERROR, exit status 0."""
+    names = [f"{name}{suffix}" for name in BENCHMARKS for suffix in ("", "_parquet")]
+    answers = tmp_path / "answers.jsonl"
+    with answers.open("w", encoding="utf-8") as out:
+        for spec_name in names:
+            recorded = {json.loads(line)["id"]: json.loads(line)["response"]
+                        for line in (FIXTURES / spec_name / "responses.jsonl").read_text(encoding="utf-8").splitlines()}
+            for sample in _samples(spec_name):
+                out.write(json.dumps({"id": f"{spec_name}::{sample.id}",
+                                      "response": recorded[sample.metadata["source_id"]]}) + "\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--mllm-bench={','.join(names)}", *(f"--mllm-data={n}={FIXTURES / n}" for n in names),
+        f"--mllm=replay:{answers}", "--mllm-cache=off")
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
+    assert "error" not in outcomes and "errors" not in outcomes
+    assert outcomes["passed"] + outcomes["incorrect"] == sum(len(REFERENCE[name]["hit"]) for name in BENCHMARKS) * 2
