@@ -109,7 +109,8 @@ def test_a_corrupt_answer_cell_errors_that_sample_alone(pytester: pytest.Pyteste
     folder = pytester.mkdir("docvqa")
     lines = (FIXTURES / "docvqa" / "DocVQA_VAL.tsv").read_text(encoding="utf-8").splitlines()
     cells = lines[2].split("\t")
-    cells[3] = "['Jane Smith', 'J. Smith'"  # the list literal cut short
+    cells[3] = "[]"  # an empty list of answers: VLMEvalKit's max over no match fails on it too
+    # (a list cut short, "['Jane Smith', 'J. Smith'", is text to VLMEvalKit's istype: scored as text)
     lines[2] = "\t".join(cells)
     (folder / "DocVQA_VAL.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = pytester.path / "out.json"
@@ -117,7 +118,8 @@ def test_a_corrupt_answer_cell_errors_that_sample_alone(pytester: pytest.Pyteste
                                            f"--mllm=replay:{FIXTURES / 'docvqa' / 'responses.jsonl'}",
                                            "--mllm-cache=off", f"--mllm-json={out}")
     result.stdout.fnmatch_lines(["*ERROR at call of docvqa: val::49154*",
-                                 "*cannot score the answer: answer cell*is not a valid list of answers*"])
+                                 "*cannot score the answer: answer cell '[]' is an empty list of answers, which the "
+                                 "reference cannot score either*"])
     records = {r["id"].rsplit("::", 1)[1]: r for r in json.loads(out.read_text(encoding="utf-8"))["records"]}
     assert records["49154"]["status"] == "error"
     assert sum(r["status"] != "error" for r in records.values()) == 6
