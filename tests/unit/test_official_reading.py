@@ -168,3 +168,15 @@ def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: P
     assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
     assert "error" not in outcomes and "errors" not in outcomes
     assert outcomes["passed"] + outcomes["incorrect"] == sum(len(REFERENCE[name]["hit"]) for name in BENCHMARKS) * 2
+
+
+def test_answer_option_text_reads_word_answers_as_their_option(tmp_path: Path, runs: dict[str, Any]) -> None:
+    """RealWorldQA's word answers ("Uphill") are never right for the reference; the deviation reads them as
+    the option holding that text."""
+    text = find_spec("realworldqa_parquet").read_text(encoding="utf-8").replace("name: realworldqa_parquet",
+                                                                                 "name: realworldqa_words")
+    (tmp_path / "words.yaml").write_text(text + "deviations: [answer_option_text]\n", encoding="utf-8")
+    records, friendly = run("realworldqa_parquet", spec_path=tmp_path / "words.yaml")
+    assert [r["answer"] for r in _by_row(records)][:2] == ["A", "B"]
+    assert REFERENCE["realworldqa"]["report"]["Overall"][0] == runs["realworldqa_parquet"][1].metrics["accuracy"] == 0.5
+    assert friendly.metrics["accuracy"] == 1.0
