@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 
 from pytest_mllm.engine.images import check_relative
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
-from pytest_mllm.loaders.cells import read_column
+from pytest_mllm.loaders.cells import NA_WORDS, read_column
 from pytest_mllm.loaders.inline_options import split_options
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
@@ -473,8 +473,10 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
     if not answer:
         raise ValueError(f"field {columns.get('answer') or 'answer'!r}: empty answer cell")
     choices = _choices(row, columns.get("choices"))
-    if rules.inline_options:
+    if rules.inline_options:  # options in the text: a missing-value word is no option, as in the TSV twin
         question, choices = split_options(question)
+        choices = tuple((letter, text) for letter, text in choices
+                        if "keep_na_words" in rules.deviations or text not in NA_WORDS)
     if choices:
         answer_type = "choice"
         answer = _choice_answer(answer, choices, "answer_option_text" in rules.deviations)
