@@ -117,7 +117,7 @@ def test_mmt_bench_meta_tasks_count_a_shared_subtask_whole(runs: dict[str, Any])
 
 def test_option_cells_are_read_as_pandas_reads_them(runs: dict[str, Any]) -> None:
     """The options each layout gives equal the cells the reference's pandas reading gives (str of the value)."""
-    for name in ("ai2d", "seedbench", "mmt_bench", "scienceqa", "realworldqa", "mmbench"):
+    for name in ("ai2d", "seedbench", "mmt_bench", "scienceqa", "realworldqa", "mmbench", "mmstar"):
         read = REFERENCE[name]["read"]
         expected = [{letter: str(read[letter][row]) for letter in "ABCDEFGHI"
                      if letter in read and read[letter][row] is not None} for row in range(len(read["answer"]))]
@@ -159,7 +159,7 @@ def test_the_fixtures_are_what_their_script_writes() -> None:
 
 
 def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: Path, runs: dict[str, Any]) -> None:
-    """One pytest-mllm run over the seventeen fixtures, every row answered (the recorded answers, keyed by
+    """One pytest-mllm run over every fixture folder, every row answered (the recorded answers, keyed by
     benchmark and sample id): no ERROR, exit status 0."""
     names = [name + layout for name, layout in CASES]
     answers = tmp_path / "answers.jsonl"
