@@ -440,7 +440,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="about")
         source: Text | None = Field(None, description="Where users get the files the spec reads.",
-                                    examples=["huggingface-cli download --repo-type dataset lmms-lab/LIME"])
+                                    examples=["hf download lmms-lab/LIME --repo-type dataset"])
         reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
                                        examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
         samples: Annotated[int, Field(strict=True, ge=1)] | None = Field(

@@ -288,6 +288,9 @@ class MetricSpace:
         named = _NAMED.match(key)
         if named and (named.group("value") is None or (self.categories and named.group("value") in self.values)):
             return None
+        parts = key.split(".")
+        if parts[0] in ("category", "l2_category") and len(parts) >= 3 and self.categories:
+            known += [".".join([*parts[:-1], value]) for value in sorted(self.values)]
         close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else (
             "metrics: " + ", ".join(sorted(self.values)) + "; scopes: " + (", ".join(sorted(self.scopes)) or "none"))
