@@ -285,11 +285,13 @@ def log_console(file: Any, *, color: bool, fit: bool, width: int | None = None) 
 
 
 def fitted(item: Any) -> Any:
-    """A table that is at least as wide as its title, so the title keeps to one line."""
+    """A table whose title is a line of its own above it: a title longer than the table never wraps."""
     from rich.table import Table
 
     if isinstance(item, Table) and isinstance(item.title, str):
-        from rich.cells import cell_len
+        from rich.console import Group
+        from rich.text import Text
 
-        item.min_width = max(item.min_width or 0, cell_len(item.title))
+        title, item.title = item.title, None
+        return Group(Text(title, style="table.title"), item)
     return item
