@@ -49,7 +49,8 @@ def start_run(config: pytest.Config) -> None:
     except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
         raise pytest.UsageError(f"the response cache {options.evaluation.cache_path} cannot be opened ({exc}); "
                                 "pass --mllm-cache-dir=DIR (a writable folder) or --mllm-cache=off") from None
-    _check_gate_paths(options, evaluation)
+    if not hasattr(config, "workerinput"):  # the controller checks them, once
+        _check_gate_paths(options, evaluation)
     hooks = MllmHooks(config, options, evaluation)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
