@@ -168,12 +168,12 @@ def find_spec(name_or_path: str) -> Path:
         return path.resolve()
     import difflib
 
-    close = difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    close = difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
     raise SpecError(
-        f"unknown benchmark {name_or_path!r} in --mllm-bench: {hint}give a bundled name ({known}), "
-        "another tool's name for one (pytest --mllm-list shows them) or the path of a benchmark spec file (.yaml)"
+        f"unknown benchmark {name_or_path!r} in --mllm-bench: give a bundled name ({known}), "
+        f"another tool's name for one (pytest --mllm-list shows them) or the path of a benchmark spec file (.yaml){hint}"
     )
 
 
