@@ -4,6 +4,7 @@ evaluation core (`pytest_mllm.evaluation`), the batcher or the report."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -237,8 +238,6 @@ class MllmHooks:
         document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
         self.written = outputs.write(document, self.results)
         if outputs.markdown_path or outputs.step_summary:
-            import os
-
             from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
 
             text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,

@@ -32,11 +32,11 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
     """The score tables of every benchmark, the gates, the first wrong answers, the files written."""
     from pytest_mllm.report.terminal import (
         benchmark_tables,
-        off_terminal,
         category_table,
         gates_table,
         incorrect_lines,
         judge_table,
+        off_terminal,
         render,
         vrp_table,
     )

@@ -257,7 +257,7 @@ _SECTION_KEYS = (*(f"judge.{n}" for n in ("word_accuracy", "cee_accuracy", "agre
                  *(f"vrp.{n}" for n in ("consistency", "relation_holds", "sensitivity")),
                  *(f"tp_eval.{n}" for n in ("original_accuracy", "optimized_accuracy", "improved_tasks",
                                             "improvement_ratio")))
-_NAMED = re.compile(r"^(?:(?:category|l2_category)\.(?P<category>.+)\.(?P<value>[^.]+)|vrp\.(?:level|axis)\.[^.]+\.accuracy)$")
+_NAMED = re.compile(r"^(?:(?:category|l2_category)\..+\.(?P<value>[^.]+)|vrp\.(?:level|axis)\.[^.]+\.accuracy)$")
 
 
 @dataclass(frozen=True)
@@ -297,6 +297,7 @@ class MetricSpace:
         return f"no metric {key!r}; {hint}"
 
     def keys(self) -> list[str]:
+        """Every key known by name (category names and VRP levels are not known before a run)."""
         values = sorted(self.values or ())
         return [*values, *_SECTION_KEYS,
                 *(key for scope in sorted(self.scopes) for key in (scope, *(f"{scope}.{v}" for v in values)))]
