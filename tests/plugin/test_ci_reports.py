@@ -117,6 +117,20 @@ def test_strict_makes_wrong_answers_failures_in_the_junit_xml(pytester: pytest.P
     assert _case_properties(wrong) == {}
 
 
+def test_under_xdist_the_controller_writes_the_gates_and_the_wrong_answers_properties(
+        pytester: pytest.Pytester) -> None:
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(*BASE, "-n", "2", "--mllm=baseline:yes", *FEW, f"--junitxml={junit}",
+                                           "--mllm-gate=shapes.accuracy>=0.99")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    suite = _suite(junit)
+    assert (suite.tests, suite.failures) == (10, 1)
+    cases = {(case.classname, case.name): case for case in suite}
+    assert isinstance(cases[("shapes.gates", "shapes.accuracy>=0.99")].result[0], Failure)
+    assert _case_properties(cases[("shapes.choice", "img_000.png")]) == {
+        "mllm.status": "incorrect", "mllm.expected": "A", "mllm.parsed": "unreadable"}
+
+
 def test_off_a_terminal_no_table_cell_or_title_is_cut(pytester: pytest.Pytester) -> None:
     """pytester's output is not a terminal: every table is as wide as its cells, whatever $COLUMNS says."""
     pytester.makeconftest(ORACLE_CONFTEST)
