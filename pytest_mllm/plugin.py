@@ -30,8 +30,22 @@ def _active(config: pytest.Config) -> bool:
     return bool(config.getoption("mllm") or config.getoption("mllm_bench"))
 
 
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """--mllm-list: the bundled benchmarks, then exit."""
+    if not config.getoption("mllm_list"):
+        return None
+    from pytest_mllm.harness.listing import listing
+
+    print(listing())
+    return 0
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(name, task=None): parametrize `mllm_sample` with a benchmark's samples")
+    if config.getoption("markers", False) or _active(config):  # `pytest --markers` lists every benchmark's
+        from pytest_mllm.harness.listing import register_markers
+
+        register_markers(config)
     if _active(config):
         from pytest_mllm.harness.setup import start_run
 

@@ -21,9 +21,11 @@ circle to the left of the square?") it abstains with "No", the conservative answ
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from PIL import Image, ImageChops, ImageStat
@@ -165,6 +167,9 @@ class MyVLM:
 
     def __init__(self, name: str = "my-vlm") -> None:
         self.name = name
+        # What pytest-mllm's response cache keys answers by: the digest of this file, so an edit of the
+        # model invalidates them and an unchanged model is answered from .mllm_cache/ (CI restores it).
+        self.identity = f"{name}@{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}"
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """One response per request, in order (the plugin batches requests)."""

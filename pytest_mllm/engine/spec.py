@@ -150,18 +150,42 @@ def bundled_specs() -> dict[str, Path]:
     return {Path(p.name).stem: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
+# Other tools' names for the bundled benchmarks, accepted by --mllm-bench: lmms-eval's task names
+# (lmms_eval/tasks/*/*.yaml `task:`; its data is the Hugging Face parquet release, so they name our
+# parquet specs where we have one) and VLMEvalKit's dataset names (vlmeval/dataset/image_*.py; its
+# data is the LMUData TSV files our TSV specs read).
+ALIASES = {
+    # lmms-eval
+    "mmbench_en_dev": "mmbench", "mmmu_val": "mmmu", "hallusion_bench_image": "hallusionbench_parquet",
+    "ai2d": "ai2d_parquet", "chartqa": "chartqa_parquet", "docvqa_val": "docvqa_parquet",
+    "mmt_val": "mmt_bench_parquet", "scienceqa_img": "scienceqa_parquet", "textvqa_val": "textvqa_parquet",
+    # VLMEvalKit
+    "MMBench_DEV_EN": "mmbench", "MME": "mme", "MMMU_DEV_VAL": "mmmu_tsv", "SEEDBench_IMG": "seedbench",
+    "HallusionBench": "hallusionbench", "POPE": "pope", "AI2D_TEST": "ai2d", "ChartQA_TEST": "chartqa",
+    "DocVQA_VAL": "docvqa", "MMStar": "mmstar", "MMT-Bench_VAL": "mmt_bench", "OCRBench": "ocrbench",
+    "RealWorldQA": "realworldqa", "ScienceQA_TEST": "scienceqa", "TextVQA_VAL": "textvqa",
+}
+
+
 def find_spec(name_or_path: str) -> Path:
-    """A spec path from a bundled benchmark name or a path to a YAML file."""
+    """A spec path from a bundled benchmark name, another tool's name for one (`ALIASES`), or a path
+    to a YAML file."""
     bundled = bundled_specs()
     if name_or_path in bundled:
         return bundled[name_or_path]
+    if name_or_path in ALIASES:
+        return bundled[ALIASES[name_or_path]]
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path.resolve()
+    import difflib
+
+    close = difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
     raise SpecError(
-        f"unknown benchmark {name_or_path!r} in --mllm-bench: give a bundled name ({known}) "
-        "or the path of a benchmark spec file (.yaml)"
+        f"unknown benchmark {name_or_path!r} in --mllm-bench: give a bundled name ({known}), "
+        f"another tool's name for one (pytest --mllm-list shows them) or the path of a benchmark spec file (.yaml){hint}"
     )
 
 
@@ -429,7 +453,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="about")
         source: Text | None = Field(None, description="Where users get the files the spec reads.",
-                                    examples=["huggingface-cli download --repo-type dataset lmms-lab/LIME"])
+                                    examples=["hf download lmms-lab/LIME --repo-type dataset"])
         reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
                                        examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
         reference_repository: Text | None = Field(

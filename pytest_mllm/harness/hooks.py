@@ -4,6 +4,7 @@ evaluation core (`pytest_mllm.evaluation`), the batcher or the report."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,10 @@ class MllmHooks:
             # one JSON string crosses xdist fast; in this process the records ride as they are
             report.mllm_records = records.dumps(item.records) if self.is_worker else item.records
             report.mllm_spec = str(item.spec.path)
+            if not self.strict:  # a wrong answer passes, and shows in the JUnit XML (its teardown report's)
+                from pytest_mllm.harness.junit import incorrect_properties
+
+                item.user_properties.extend(incorrect_properties(item.records))
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
@@ -223,12 +228,21 @@ class MllmHooks:
             paired=baseline_pairing(self.options.gates, self.results))
         if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        from pytest_mllm.harness.junit import write_to_junit
+
+        write_to_junit(self.config, self.results, self.verdicts)
         outputs = self.options.outputs
         # Only the results JSON and the HTML report read the document: building it computes every metric's
         # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
         needed = outputs.json_path is not None or outputs.html_path is not None
         document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
         self.written = outputs.write(document, self.results)
+        if outputs.markdown_path or outputs.step_summary:
+            from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
+
+            text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
+                                    written=self.written, run_url=github_run_url(os.environ))
+            self.written += write_markdown(text, outputs.markdown_path, outputs.step_summary)
 
     def _settings(self) -> dict[str, Any]:
         gates = self.options.gates

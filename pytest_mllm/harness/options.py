@@ -43,6 +43,12 @@ def add_options(parser: pytest.Parser) -> None:
                     help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
     group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
+    group.addoption("--mllm-markdown", metavar="PATH",
+                    help="write a Markdown summary (scores with intervals, gates, regressions, the reports' paths) "
+                         "for a CI page; also appended to $GITHUB_STEP_SUMMARY when that variable is set")
+    group.addoption("--mllm-list", action="store_true",
+                    help="list the bundled benchmarks (other tools' names for them, tasks, markers, the metric paths "
+                         "gates can name, the data each needs) and exit")
     group.addoption("--mllm-mme-results", metavar="DIR",
                     help="also write yes/no answers in MME's official results format (one file per subtask)")
     group.addoption("--mllm-gate", action="append", metavar="EXPR",
@@ -172,6 +178,7 @@ class Options:
     strict: bool
     show_incorrect: int
     shard: tuple[int, int] | None = None  # --mllm-shard=I/N: (I, N), 1-based
+    in_run: dict[str, Path] | None = None  # {name: spec path} when --mllm-bench names every benchmark of the run
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -203,14 +210,17 @@ class Options:
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
-                          mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
+                          mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")),
+                          markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
+                              "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them
             try:
                 outputs.check()
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
-                   strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")))
+                   strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")),
+                   in_run=in_run)
 
 
 def _max_new_tokens(config: pytest.Config) -> int | None:

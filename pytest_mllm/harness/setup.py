@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from pytest_mllm.engine.spec import find_spec
+from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
@@ -49,6 +49,8 @@ def start_run(config: pytest.Config) -> None:
     except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
         raise pytest.UsageError(f"the response cache {options.evaluation.cache_path} cannot be opened ({exc}); "
                                 "pass --mllm-cache-dir=DIR (a writable folder) or --mllm-cache=off") from None
+    if not hasattr(config, "workerinput"):  # the controller checks them, once
+        _check_gate_paths(options, evaluation)
     hooks = MllmHooks(config, options, evaluation)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
@@ -60,6 +62,37 @@ def start_run(config: pytest.Config) -> None:
         spec_args = [str(p) for p in options.benchmarks]
         explicit = config.args_source == pytest.Config.ArgsSource.ARGS
         config.args = [*config.args, *spec_args] if explicit else spec_args
+
+
+def _check_gate_paths(options: Options, evaluation: Evaluation) -> None:
+    """Before the run: every gate and limit names a metric its benchmark can report (UsageError with the
+    closest names). The spec says which; a task the data alone defines is looked up in the samples."""
+    from pytest_mllm.engine.spec import load_spec
+    from pytest_mllm.scoring.gates import MetricSpace, gate_path_problems
+
+    gates = [*options.gates.gates, *options.gates.max_drops]
+    spaces = {}
+    for name, path in (options.in_run or {}).items():
+        named = [g for g in gates if g.benchmark == name and g.key != "*"]
+        if not named:
+            continue
+        try:
+            spec = load_spec(path)
+        except SpecError:
+            continue  # reported when the file collects
+        scopes = {*spec.task_order, *spec.groups}
+        space = MetricSpace.of(spec.metrics, scopes)
+        if any(space.problem(g.key) for g in named):  # perhaps a task the loader names: read the samples
+            try:
+                scopes |= {s.task for s in evaluation.samples_for(spec)}
+            except (SpecError, OSError, ValueError):
+                continue  # the data's problem is reported when the file collects
+            space = MetricSpace.of(spec.metrics, scopes)
+        spaces[name] = space
+    problems = gate_path_problems(gates, spaces)
+    if problems:
+        raise pytest.UsageError("; ".join(problems) + " (pytest --mllm-list shows each bundled benchmark's metric "
+                                "paths)")
 
 
 def gpu_groups(config: pytest.Config) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,10 @@ def write_optimization(reporter: Any, outcomes: Sequence[dict[str, Any]], prompt
     from pytest_mllm.tpeval.report import optimization_table, summarize_warnings
 
     reporter.section("pytest-mllm TP-Eval prompt customization")
-    reporter.write(render([optimization_table(outcomes)], reporter._tw.fullwidth, reporter.hasmarkup))
+    from pytest_mllm.report.terminal import off_terminal
+
+    reporter.write(render([optimization_table(outcomes)], reporter._tw.fullwidth, reporter.hasmarkup,
+                          fit=off_terminal(reporter.isatty, os.environ)))
     for outcome in outcomes:
         for warning in summarize_warnings(outcome.get("warnings") or []):
             reporter.write_line(f"warning: {outcome['benchmark']}::{outcome['task']}: {warning}", yellow=True)
@@ -32,6 +36,7 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
         gates_table,
         incorrect_lines,
         judge_table,
+        off_terminal,
         render,
         vrp_table,
     )
@@ -44,11 +49,15 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
     if verdicts:
         tables.append(gates_table(verdicts))
     reporter.section("pytest-mllm scores")
-    reporter.write(render(tables, reporter._tw.fullwidth, reporter.hasmarkup))
+    reporter.write(render(tables, reporter._tw.fullwidth, reporter.hasmarkup,
+                          fit=off_terminal(reporter.isatty, os.environ)))
     lines = incorrect_lines(results, incorrect_limit)
     if lines:
         reporter.section("incorrect answers", sep="-")
         for line in lines:
             reporter.write_line(line)
+    for name, result in results.items():
+        generated, cached = result.answer_counts
+        reporter.write_line(f"pytest-mllm: {name}: {generated} answers generated, {cached} from the cache")
     for kind, path in written:
         reporter.write_line(f"pytest-mllm: {kind} written to {path}")

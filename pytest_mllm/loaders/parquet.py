@@ -1,6 +1,6 @@
 """Hugging Face datasets stored as parquet (lmms-eval's `lmms-lab/...`), read offline and lazily.
 
-The data root is a dataset folder as `huggingface-cli download --repo-type dataset REPO --local-dir DIR`
+The data root is a dataset folder as `hf download REPO --repo-type dataset --local-dir DIR`
 leaves it (README.md whose YAML front matter lists `configs:` and their `data_files`, files such
 as `data/test-00000-of-00003.parquet` or `<config>/<split>-*.parquet`), or one parquet file.
 `data.file` (a file or a glob inside the root) overrides the discovery.
@@ -253,7 +253,7 @@ def dataset_files(spec: BenchmarkSpec, root: Path, split: Any, config: Any) -> l
         splits = _folder_splits(folder)
     if not any(splits.values()):
         raise SpecError(f"benchmark {spec.name!r}: no parquet files in {where}; point the data root at the "
-                        "folder `huggingface-cli download --repo-type dataset … --local-dir` wrote")
+                        "folder `hf download REPO --repo-type dataset --local-dir` wrote")
     if split is None:
         present = [name for name, files in splits.items() if files]
         if len(present) > 1:

@@ -487,18 +487,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-mllm-compare: error: {exc}", file=sys.stderr)
         return 2
     comparison = compare(documents, _labels(args.results), limits)
-    from rich.console import Console
+    import os
 
-    console = Console()
-    console.print(terminal_table(comparison))
+    from pytest_mllm.report.terminal import fitted, log_console, off_terminal
+
+    fit = off_terminal(sys.stdout.isatty(), os.environ)
+    console = log_console(sys.stdout, color=sys.stdout.isatty(), fit=fit)
+    show = fitted if fit else (lambda table: table)
+    console.print(show(terminal_table(comparison)))
     for label, count in comparison["flip_counts"].items():
         console.print(f"{label}: {count['regressed']} regressed, {count['fixed']} fixed "
                       f"of {count['compared']} samples in both runs", highlight=False)
     rows = paired_rows(comparison)
     if rows:
-        console.print(_paired_table(rows))
+        console.print(show(_paired_table(rows)))
     if comparison["gates"]:
-        console.print(_gates_table(comparison["gates"]))
+        console.print(show(_gates_table(comparison["gates"])))
     if args.json:
         from pytest_mllm.report.results import write_json
 

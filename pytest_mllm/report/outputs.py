@@ -18,6 +18,8 @@ class Outputs:
     html_path: Path | None = None
     mme_results: Path | None = None
     vrp_radar: Path | None = None
+    markdown_path: Path | None = None  # --mllm-markdown
+    step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY: the summary is appended to it
 
     def check(self) -> None:
         """Before anything runs: each output can be written (parent folders are created now).
@@ -26,6 +28,7 @@ class Outputs:
         """
         for option, path, folder in (("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False),
                                      ("--mllm-vrp-radar", self.vrp_radar, False),
+                                     ("--mllm-markdown", self.markdown_path, False),
                                      ("--mllm-mme-results", self.mme_results, True)):
             if path is not None:
                 _check_writable(option, path, folder)
@@ -80,4 +83,4 @@ def _check_writable(option: str, path: Path, folder: bool) -> None:
         raise OutputError(f"{option}={path}: the folder {target} is not writable; give a path in a writable folder")
 
 
-_SUFFIX = {"--mllm-json": ".json", "--mllm-html": ".html", "--mllm-vrp-radar": ".png"}
+_SUFFIX = {"--mllm-json": ".json", "--mllm-html": ".html", "--mllm-vrp-radar": ".png", "--mllm-markdown": ".md"}

@@ -48,16 +48,27 @@ class BenchmarkResult:
         return intervals(self.records, self.setup, self.metrics)
 
     def headline_intervals(self) -> dict[str, dict[str, Any]]:
-        """The intervals of the headline metric of each scope (overall, groups, tasks): what the terminal shows."""
+        """The intervals of the headline metric of each scope (overall, groups, tasks): what the terminal
+        and the Markdown summary show (computed once)."""
         from pytest_mllm.scoring.uncertainty import intervals, stats_missing
 
         if "intervals" in self.__dict__:
             return self.intervals
         if stats_missing() or not self.records:
             return {}
-        headline = self.spec.headline
-        keys = [headline, *(f"{name}.{headline}" for kind in ("groups", "tasks") for name in self.scopes.get(kind, {}))]
-        return intervals(self.records, self.setup, self.metrics, keys=keys)
+        if "_headline_intervals" not in self.__dict__:
+            headline = self.spec.headline
+            keys = [headline, *(f"{name}.{headline}" for kind in ("groups", "tasks")
+                                for name in self.scopes.get(kind, {}))]
+            self.__dict__["_headline_intervals"] = intervals(self.records, self.setup, self.metrics, keys=keys)
+        return self.__dict__["_headline_intervals"]  # type: ignore[no-any-return]
+
+    @property
+    def answer_counts(self) -> tuple[int, int]:
+        """(answers the model generated in this run, answers read from the response cache)."""
+        cached = sum(1 for r in self.records if r.get("cached"))
+        generated = sum(1 for r in self.records if not r.get("cached") and r.get("response") is not None)
+        return generated, cached
 
     @property
     def intervals_note(self) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
@@ -256,14 +256,42 @@ def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str
     return lines
 
 
-def render(renderables: Iterable[Any], width: int, color: bool) -> str:
-    """Render rich objects to a string for pytest's terminal writer."""
-    from rich.console import Console
-
+def render(renderables: Iterable[Any], width: int, color: bool, *, fit: bool = False) -> str:
+    """Render rich objects to a string for pytest's terminal writer. `fit` (off a terminal, in CI): as
+    wide as each table needs, so that no cell is cut or wrapped and no title wraps."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=max(width, 60), force_terminal=color, color_system="standard" if color else None)
+    console = log_console(buffer, color=color, fit=fit, width=width)
     for item in renderables:
         if item is not None:
-            console.print(item)
+            console.print(fitted(item) if fit else item)
             console.print()
     return buffer.getvalue()
+
+
+UNBOUNDED = 100_000  # a console this wide never cuts a line: tables take the width their cells need
+
+
+def off_terminal(isatty: bool, environ: Mapping[str, str]) -> bool:
+    """True when output goes to a log (not a terminal, or a CI job sets $CI): lines are then never cut."""
+    return not isatty or environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def log_console(file: Any, *, color: bool, fit: bool, width: int | None = None) -> Any:
+    """A rich console writing to `file`; `fit`: unbounded width (nothing truncated, folded or wrapped)."""
+    from rich.console import Console
+
+    return Console(file=file, width=UNBOUNDED if fit else max(width or 80, 60), force_terminal=color,
+                   color_system="standard" if color else None, soft_wrap=fit)
+
+
+def fitted(item: Any) -> Any:
+    """A table whose title is a line of its own above it: a title longer than the table never wraps."""
+    from rich.table import Table
+
+    if isinstance(item, Table) and isinstance(item.title, str):
+        from rich.console import Group
+        from rich.text import Text
+
+        title, item.title = item.title, None
+        return Group(Text(title, style="table.title"), item)
+    return item

@@ -7,6 +7,7 @@ A metric path is `<benchmark>.<key>` where key is a flat metric key of that benc
 
 from __future__ import annotations
 
+import difflib
 import json
 import operator
 import re
@@ -249,3 +250,65 @@ class GateSettings:
                     verdict.note = (f"not evaluated: {verdict.note}{ran_note}; "
                                     "pass --mllm-gate-skip-missing to let such a gate be 'not run'")
         return verdicts
+
+
+# Keys of the benchmark-level sections (see `flatten`): always allowed, their metrics apply on their own.
+_SECTION_KEYS = (*(f"judge.{n}" for n in ("word_accuracy", "cee_accuracy", "agreement", "judge_error_rate")),
+                 *(f"vrp.{n}" for n in ("consistency", "relation_holds", "sensitivity")),
+                 *(f"tp_eval.{n}" for n in ("original_accuracy", "optimized_accuracy", "improved_tasks",
+                                            "improvement_ratio")))
+_NAMED = re.compile(r"^(?:(?:category|l2_category)\..+\.(?P<value>[^.]+)|vrp\.(?:level|axis)\.[^.]+\.accuracy)$")
+
+
+@dataclass(frozen=True)
+class MetricSpace:
+    """The flat keys one benchmark can report, known before it runs: from its declared metrics, its
+    groups and its tasks. `values` None: a metric does not declare its keys (nothing can be checked)."""
+
+    values: frozenset[str] | None
+    scopes: frozenset[str]  # task and group names
+    categories: bool = False  # category.<name>.<value> keys exist
+
+    @classmethod
+    def of(cls, declared: Iterable[str], scopes: Iterable[str]) -> MetricSpace:
+        """The space of a benchmark declaring these metrics, with these task and group names."""
+        from pytest_mllm.scoring.metrics import METRICS, enabled_metrics, scope_keys
+
+        declared = list(declared)
+        enabled = enabled_metrics(declared, (), applying=[m.name for m in METRICS if m.applies])
+        return cls(scope_keys(declared), frozenset(scopes), "category" in enabled)
+
+    def problem(self, key: str) -> str | None:
+        """None when `key` can be reported, else why not, with the closest known keys."""
+        if self.values is None:
+            return None
+        known = self.keys()
+        if key in known:
+            return None
+        named = _NAMED.match(key)
+        if named and (named.group("value") is None or (self.categories and named.group("value") in self.values)):
+            return None
+        parts = key.split(".")
+        if parts[0] in ("category", "l2_category") and len(parts) >= 3 and self.categories:
+            known += [".".join([*parts[:-1], value]) for value in sorted(self.values)]
+        close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else (
+            "metrics: " + ", ".join(sorted(self.values)) + "; scopes: " + (", ".join(sorted(self.scopes)) or "none"))
+        return f"no metric {key!r}; {hint}"
+
+    def keys(self) -> list[str]:
+        """Every key known by name (category names and VRP levels are not known before a run)."""
+        values = sorted(self.values or ())
+        return [*values, *_SECTION_KEYS,
+                *(key for scope in sorted(self.scopes) for key in (scope, *(f"{scope}.{v}" for v in values)))]
+
+
+def gate_path_problems(gates: Iterable[Gate], spaces: Mapping[str, MetricSpace]) -> list[str]:
+    """Each gate or limit naming a metric its benchmark cannot report: one message per gate."""
+    problems = []
+    for gate in gates:
+        space = spaces.get(gate.benchmark)
+        found = space.problem(gate.key) if space is not None and gate.key != "*" else None
+        if found:
+            problems.append(f"gate {gate.text!r}: benchmark {gate.benchmark!r} has {found}")
+    return problems

@@ -26,7 +26,8 @@ PYPROJECT_GATES = ("shapes.perception.accuracy>=0.80", "shapes.color.accuracy>=0
 def model_repo(pytester: pytest.Pytester) -> Path:
     """The example repository, copied into pytester's folder, which is also the working directory."""
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mllm_cache", "results.json"))
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mllm_cache", "results.json",
+                                                  "report.html", "junit.xml"))
     pytester.chdir()
     return pytester.path
 
@@ -65,14 +66,27 @@ def test_evaluation_passes_the_pyproject_gates(model_repo: Path, pytester: pytes
     assert baseline["benchmarks"]["shapes"]["metrics"] == metrics
 
 
-def test_regression_gate_of_the_ci_workflow_passes(model_repo: Path, pytester: pytest.Pytester) -> None:
+def test_regression_gate_of_the_ci_workflow_passes(model_repo: Path, pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     args = workflow_command(model_repo, "Benchmark and gates")
     assert "--mllm-baseline=baselines/main.json" in args
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(model_repo / "step_summary.md"))  # as GitHub Actions sets it
     result = pytester.runpytest_subprocess(*NO_CACHE, *args)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["*shapes.perception.accuracy drop<=0.02*0.875*0.855*pass*baseline*"])
+    result.stdout.fnmatch_lines(["*shapes.perception.accuracy drop<=0.02*0.875*0.855*pass*baseline*",
+                                 "pytest-mllm: shapes: 360 answers generated, 0 from the cache"])
     assert "fail" not in gates_section(result)
-    assert (model_repo / "results.json").is_file()  # what the workflow uploads
+    workflow = yaml.safe_load((model_repo / ".github" / "workflows" / "eval.yml").read_text())
+    steps = {step.get("name"): step for step in workflow["jobs"]["eval"]["steps"]}
+    uploaded = steps["Upload the results and the report"]["with"]["path"].split()
+    assert uploaded == ["results.json", "report.html", "junit.xml"]
+    assert all((model_repo / name).is_file() for name in uploaded)  # what the workflow uploads
+    summary = (model_repo / "step_summary.md").read_text()
+    assert "| `shapes.perception.accuracy drop<=0.02` | 0.875 | 0.855 | ✅ pass |" in summary
+    assert steps["Restore the response cache"]["with"]["path"] == ".mllm_cache"
+    again = pytester.runpytest_subprocess(*NO_CACHE, *args)  # the next run, with the cache CI restores
+    assert again.ret == pytest.ExitCode.OK
+    again.stdout.fnmatch_lines(["pytest-mllm: shapes: 0 answers generated, 360 from the cache"])
 
 
 def test_a_gate_the_model_cannot_meet_fails_the_session(model_repo: Path, pytester: pytest.Pytester) -> None:

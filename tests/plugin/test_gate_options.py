@@ -37,10 +37,12 @@ def test_invalid_gate_is_a_usage_error_before_anything_runs(pytester: pytest.Pyt
     assert "collected" not in result.stdout.str()
 
 
-def test_unknown_metric_fails_its_gate_and_lists_what_exists(pytester: pytest.Pytester) -> None:
+def test_unknown_metric_is_a_usage_error_before_the_run_that_lists_what_exists(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*ARGS, "--mllm-gate=shapes.bleu>=0.5")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*shapes.bleu>=0.5*fail*no metric 'bleu'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gate 'shapes.bleu>=0.5': benchmark 'shapes' has no metric 'bleu'; metrics: accuracy, "
+                                 "accuracy_plus, count, *; scopes: choice, color, *"])
+    assert "passed" not in result.stdout.str()
 
 
 def test_regression_gate_against_a_baseline_run(pytester: pytest.Pytester) -> None:

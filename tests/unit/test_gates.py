@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mllm.scoring.gates import GateSyntaxError, evaluate_gate, evaluate_regressions, flatten, parse_gate, parse_max_drop
+from pathlib import Path
+
+from pytest_mllm.scoring.gates import (
+    GateSyntaxError,
+    MetricSpace,
+    evaluate_gate,
+    evaluate_regressions,
+    flatten,
+    gate_path_problems,
+    parse_gate,
+    parse_max_drop,
+)
 
 METRICS = {"mme": {"score": 1500.0, "perception": 1200.0, "perception.accuracy": 0.8, "existence": 190.0}}
 
@@ -50,3 +61,42 @@ def test_flatten_names_scopes_by_headline() -> None:
     flat = flatten(scopes, "score")
     assert flat["perception"] == 300.0 and flat["existence"] == 150.0
     assert flat["perception.accuracy"] == 0.5 and flat["category.x.accuracy"] == 1.0
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@pytest.mark.parametrize("bench, model, data", [
+    ("shapes", "baseline:yes", None),
+    ("pope", f"replay:{FIXTURES / 'pope_splits' / 'responses.jsonl'}", FIXTURES / "pope_splits"),
+    ("mmbench", "baseline:random", FIXTURES / "mmbench_circular"),
+])
+def test_every_key_a_run_reports_is_known_before_it_runs(bench: str, model: str, data: Path | None) -> None:
+    """The metric space a gate is checked against before the run holds every flat key the run reports."""
+    from pytest_mllm.engine.spec import find_spec
+    from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+    from pytest_mllm.sample import Sample
+
+    evaluation = Evaluation(EvaluationSettings(model=model, cache_mode="off", data={"": str(data)} if data else {}))
+    spec = evaluation.spec(find_spec(bench))
+    samples = [s for s in evaluation.samples_for(spec) if isinstance(s, Sample)]
+    records = evaluation.answer([(s, spec) for s in samples])
+    for order, record in enumerate(records):
+        record["order"] = order  # the harness numbers records in collection order
+    evaluation.gather(records)
+    reported = evaluation.results()[spec.name].metrics
+    space = MetricSpace.of(spec.metrics, {*spec.task_order, *spec.groups, *(s.task for s in samples)})
+    assert [key for key in reported if space.problem(key)] == []
+    assert len(reported) > 10
+
+
+def test_a_misspelled_path_is_told_the_closest_names() -> None:
+    space = MetricSpace.of(["accuracy", "accuracy_plus", "mme_score", "category"], {"existence", "perception"})
+    assert space.problem("perception.score") is None and space.problem("category.anything.accuracy") is None
+    assert space.problem("existance") == ("no metric 'existance'; did you mean 'existence' or 'existence.score' or "
+                                          "'existence.count'?")
+    assert "did you mean 'category.x.accuracy_plus'" in space.problem("category.x.accuracy_pls")
+    assert space.problem("vrp.level.partial.accuracy") is None and space.problem("judge.cee_accuracy") is None
+    problems = gate_path_problems([parse_gate("mme.existance>=0.5"), parse_gate("pope.f1>=0.5")], {"mme": space})
+    assert problems == ["gate 'mme.existance>=0.5': benchmark 'mme' has no metric 'existance'; did you mean "
+                        "'existence' or 'existence.score' or 'existence.count'?"]

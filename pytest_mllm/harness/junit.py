@@ -1,0 +1,76 @@
+"""The run's gates and scores in pytest's JUnit XML (`--junitxml`), which CI pages render.
+
+Each gate and regression limit becomes a test case of its own (a failure with its message when it
+fails, skipped when it did not run); each benchmark's scores become properties of the test suite.
+A wrong answer that does not fail its test (no --mllm-strict) carries its verdict as properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+from _pytest.junitxml import xml_key
+
+from pytest_mllm.record import Record
+from pytest_mllm.report.results import BenchmarkResult
+from pytest_mllm.scoring.gates import Verdict
+
+
+def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
+    """What a passing test of a wrong answer shows in the XML: its status, the expected and parsed answers."""
+    wrong = [r for r in records if r["status"] == "incorrect"]
+    return [(key, str(value)) for r in wrong
+            for key, value in (("mllm.status", "incorrect"), ("mllm.expected", r["answer"]),
+                               ("mllm.parsed", r["parsed"]))]
+
+
+def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict]) -> None:
+    """Add the scores and the gates to the JUnit XML pytest writes at the session's end (if asked to)."""
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for name, result in results.items():
+        for key, value in suite_properties(name, result).items():
+            xml.add_global_property(key, value)
+    for verdict in verdicts:
+        for report in _gate_reports(verdict):
+            xml.pytest_runtest_logreport(report)
+
+
+def suite_properties(name: str, result: BenchmarkResult) -> dict[str, Any]:
+    """`<benchmark>.<metric>`: the overall metrics and each group's and task's headline, the headline's
+    95 % interval, and where the answers came from."""
+    flat = result.metrics
+    scopes = [*result.scopes["groups"], *result.scopes["tasks"]]
+    properties: dict[str, Any] = {f"{name}.{key}": value for key, value in flat.items()
+                                  if "." not in key or key.split(".")[0] in ("judge", "vrp", "tp_eval")}
+    properties.update({f"{name}.{scope}": flat[scope] for scope in scopes if scope in flat})
+    interval = result.headline_intervals().get(result.spec.headline) or {}
+    if interval.get("ci"):
+        properties[f"{name}.{result.spec.headline}.ci95"] = "[{:.6g}, {:.6g}]".format(*interval["ci"])
+    generated, cached = result.answer_counts
+    properties[f"{name}.answers_generated"] = generated
+    properties[f"{name}.answers_cached"] = cached
+    return properties
+
+
+def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
+    """The call and teardown reports of a gate's test case: passed, failed with its line, or skipped."""
+    gate = verdict.gate
+    kind = "regressions" if gate.max_drop is not None else "gates"
+    suite = gate.benchmark if gate.benchmark != "*" else "mllm"
+    nodeid = f"{suite}::{kind}::{gate.text}"
+    location = (f"{suite}.{kind}", None, gate.text)
+    message = f"gate failed: {verdict.line()}" + (f" ({verdict.note})" if verdict.note and verdict.value is not None
+                                                  else "")
+    outcome: Any = {"pass": "passed", "fail": "failed", "not run": "skipped"}[verdict.verdict]
+    longrepr: Any = None
+    if outcome == "failed":
+        longrepr = message
+    elif outcome == "skipped":
+        longrepr = (location[0], 0, f"not run: {verdict.note}")
+    call = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", duration=0.0)
+    teardown = pytest.TestReport(nodeid, location, {}, "passed", None, "teardown", duration=0.0)
+    return [call, teardown]

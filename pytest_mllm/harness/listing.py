@@ -1,0 +1,81 @@
+"""What a user can run without reading the source: the bundled benchmarks for `--mllm-list`, and their
+markers for `pytest --markers` (registered only when asked for, or when a run starts: reading every
+spec is not free)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_mllm.engine.spec import ALIASES, GENERATED_LOADERS, BenchmarkSpec, SpecError, bundled_specs, load_spec
+from pytest_mllm.harness.items import marker_name
+from pytest_mllm.scoring.gates import MetricSpace
+
+
+def bundled() -> Iterator[tuple[str, BenchmarkSpec]]:
+    """(name --mllm-bench takes, spec) of every bundled benchmark that can be read, by name."""
+    for key, path in sorted(bundled_specs().items()):
+        try:
+            yield key, load_spec(path)
+        except SpecError:
+            continue  # a broken bundled spec fails the tests; listing the others still helps
+
+
+def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
+    """(marker, what it names) for the benchmark, its groups and the tasks its spec names."""
+    found = [(marker_name(spec.name), "benchmark"), *((marker_name(group), "group") for group in spec.groups),
+             *((marker_name(task), "task") for task in spec.task_order)]
+    return [(marker, kind) for marker, kind in found if marker]
+
+
+def register_markers(config: pytest.Config) -> None:
+    """Every bundled benchmark's markers, so that `pytest --markers` lists them and --strict-markers accepts them."""
+    named: dict[str, dict[str, list[str]]] = {}  # marker → kind → benchmarks
+    for _, spec in bundled():
+        for marker, kind in markers(spec):
+            benchmarks = named.setdefault(marker, {}).setdefault(kind, [])
+            if spec.name not in benchmarks:
+                benchmarks.append(spec.name)
+    for marker, kinds in named.items():
+        text = "; ".join(kind if kind == "benchmark" and benchmarks == [marker] else f"{kind} of {', '.join(benchmarks)}"
+                         for kind, benchmarks in kinds.items())
+        config.addinivalue_line("markers", f"{marker}: pytest-mllm {text}")
+
+
+def gate_paths(spec: BenchmarkSpec) -> str:
+    """The metric paths a gate on this benchmark can name, in one line."""
+    space = MetricSpace.of(spec.metrics, ())
+    if space.values is None:
+        return f"{spec.name}.<metric> (a metric of a plugin: its names are not declared)"
+    paths = [f"{spec.name}.<metric>", f"{spec.name}.<task or group> (its {spec.headline})",
+             f"{spec.name}.<task or group>.<metric>"]
+    if space.categories:
+        paths.append(f"{spec.name}.category.<name>.<metric>, {spec.name}.l2_category.<name>.<metric>")
+    if spec.variants != "none" or spec.loader == "vrp_shapes":
+        paths.append(f"{spec.name}.vrp.consistency, .vrp.relation_holds, .vrp.sensitivity")
+    return "; ".join(paths) + "; metrics: " + ", ".join(sorted(space.values))
+
+
+def listing() -> str:
+    """The text of `pytest --mllm-list`."""
+    others = {}
+    for alias, name in ALIASES.items():
+        others.setdefault(name, []).append(alias)
+    lines = ["Bundled benchmarks (--mllm-bench=NAME; other tools' names in brackets are accepted too)", ""]
+    for key, spec in bundled():
+        aliases = f" [{', '.join(others[key])}]" if key in others else ""
+        version = f" (version {spec.version})" if spec.version else ""
+        lines.append(f"{key}{aliases}: {spec.name}{version}, {spec.description or spec.loader}")
+        tasks = ", ".join(spec.task_order) if spec.task_order else "named by the data"
+        lines.append(f"  tasks: {tasks}")
+        lines.append(f"  groups: {', '.join(spec.groups) or 'none'}; headline: {spec.headline}")
+        lines.append(f"  markers (-m): {', '.join(marker for marker, _ in markers(spec))}")
+        lines.append(f"  gate paths: {gate_paths(spec)}")
+        if spec.loader in GENERATED_LOADERS:
+            lines.append("  data: none (drawn on the spot)")
+        else:
+            lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
+                         f"{spec.env_var}")
+        lines.append("")
+    return "\n".join(lines)

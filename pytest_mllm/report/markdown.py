@@ -1,0 +1,124 @@
+"""The Markdown summary for a CI page (`--mllm-markdown`, `$GITHUB_STEP_SUMMARY`): headline scores with
+their intervals, the gates with their verdicts, the regressions against a baseline, where the reports are."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pytest_mllm.report.results import BenchmarkResult
+from pytest_mllm.scoring.gates import Verdict
+
+_VERDICTS = {"pass": "✅ pass", "fail": "❌ **fail**", "not run": "⏭️ not run"}
+
+
+def markdown_summary(results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict], *, model: str,
+                     written: Sequence[tuple[str, Path]] = (), run_url: str | None = None) -> str:
+    """The summary as GitHub-flavoured Markdown."""
+    failed = sum(v.verdict == "fail" for v in verdicts)
+    lines = [f"## pytest-mllm: {_text(model)}", ""]
+    if verdicts:
+        lines += [f"**{failed} of {len(verdicts)} gates failed**" if failed else f"All {len(verdicts)} gates passed",
+                  ""]
+    if results:
+        lines += ["| benchmark | scope | headline | value | 95 % interval | samples | errors | answers |",
+                  "|---|---|---|---:|---|---:|---:|---|"]
+        for name, result in results.items():
+            lines += _score_rows(name, result)
+        lines.append("")
+    gates = [v for v in verdicts if v.gate.max_drop is None]
+    limits = [v for v in verdicts if v.gate.max_drop is not None]
+    if gates:
+        lines += ["### Gates", "", "| gate | value | limit | verdict | note |", "|---|---:|---:|---|---|"]
+        lines += [f"| `{_code(v.gate.text)}` | {_number(v.value)} | {_number(v.limit)} | {_VERDICTS[v.verdict]} | "
+                  f"{_text(v.note)} |" for v in gates]
+        lines += ["", "Gates are in the metric's own unit: rates as fractions 0–1, MME scores in points.", ""]
+    if limits:
+        lines += ["### Regressions against the baseline", "", "| limit | value | lowest allowed | verdict | note |",
+                  "|---|---:|---:|---|---|"]
+        lines += [f"| `{_code(v.gate.text)}` | {_number(v.value)} | {_number(v.limit)} | {_VERDICTS[v.verdict]} | "
+                  f"{_text(v.note)} |" for v in limits]
+        lines.append("")
+    if written:
+        lines += ["### Reports", ""]
+        lines += [f"- {_text(kind)}: `{_code(str(path))}`" for kind, path in written]
+        if run_url:
+            lines.append(f"- uploaded with [this run's artifacts]({run_url})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def github_run_url(environ: Mapping[str, str]) -> str | None:
+    """The page of this GitHub Actions run (its artifacts are listed there), when running in one."""
+    parts = [environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if not all(parts):
+        return None
+    server, repository, run = parts
+    return f"{server}/{repository}/actions/runs/{run}"
+
+
+def write_markdown(text: str, path: Path | None, step_summary: Path | None) -> list[tuple[str, Path]]:
+    """Write the summary to `path` (replaced) and append it to the step summary file."""
+    written = []
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(("Markdown summary", path))
+    if step_summary is not None:
+        with step_summary.open("a", encoding="utf-8") as out:
+            out.write(text + "\n")
+        written.append(("job summary", step_summary))
+    return written
+
+
+def _score_rows(name: str, result: BenchmarkResult) -> list[str]:
+    """The headline of the benchmark, then of each group, with its interval."""
+    headline = result.spec.headline
+    intervals = result.headline_intervals()
+    answers = _answers(result)
+    rows = []
+    scopes = [("overall", headline, result.scopes["overall"]),
+              *((group, f"{group}.{headline}", scope) for group, scope in result.scopes["groups"].items())]
+    for label, key, scope in scopes:
+        interval = intervals.get(key) or {}
+        low_high = interval.get("ci")
+        shown = (f"[{_scaled(low_high[0], headline)}, {_scaled(low_high[1], headline)}]"
+                 if low_high and None not in low_high else "–")
+        rows.append(f"| {_text(name) if label == 'overall' else ''} | {_text(label)} | {_text(headline)} | "
+                    f"{_scaled(scope.get(headline), headline)} | {shown} | {scope.get('count', 0)} | "
+                    f"{scope.get('errors', 0)} | {answers if label == 'overall' else ''} |")
+    return rows
+
+
+def _answers(result: BenchmarkResult) -> str:
+    generated, cached = result.answer_counts
+    return f"{generated} generated, {cached} from the cache"
+
+
+def _scaled(value: object, metric: str) -> str:
+    """A headline value as the terminal shows it: rates in %, scores in points."""
+    if not isinstance(value, (int, float)):
+        return "–"
+    if metric in _PERCENT:
+        return f"{100 * value:.2f} %"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+_PERCENT = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
+            "circular_accuracy", "vanilla_accuracy", "mean_score", "mmmu_accuracy", "a_acc", "f_acc", "q_acc",
+            "category_mean_accuracy")
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.6g}"
+
+
+def _text(value: str) -> str:
+    """Free text in a table cell: no HTML, no cell break, one line."""
+    return html.escape(value, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(value: str) -> str:
+    """Text in a code span inside a table cell."""
+    return value.replace("|", "\\|").replace("`", "'").replace("\n", " ")
