@@ -213,6 +213,7 @@ class MllmHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.batches.close()
         if self.is_worker:
             return
         self.results = self.evaluation.results()
