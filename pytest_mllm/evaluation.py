@@ -72,6 +72,7 @@ class EvaluationSettings:
     optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
+    replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
 
 
 class Evaluation:
@@ -98,6 +99,7 @@ class Evaluation:
         self._prompted_specs: dict[str, BenchmarkSpec] = {}
         self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
+        self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
 
     # -- the parts ---------------------------------------------------------------------------
 
@@ -212,6 +214,25 @@ class Evaluation:
         for task, prompts in self.prompts.tasks.items():
             prompted = with_template(prompted, task, prompts.template)
         self._prompted_specs[spec.name] = prompted
+
+    def check_replay(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
+        """With `replay:`, how the recording covers this benchmark's samples (a line kept in
+        `replay_coverage`); a SpecError naming the first disagreeing row when its questions or
+        targets match too few of them."""
+        if not self.settings.model.startswith("replay:"):
+            return
+        from pytest_mllm.models.replay import ReplayModel
+        from pytest_mllm.models.replay_check import ReplayMismatch, check_coverage, coverage
+
+        model = self.evaluator.model
+        if not isinstance(model, ReplayModel):
+            return
+        found = coverage(model, [s for s in samples if isinstance(s, Sample)])
+        try:
+            check_coverage(found, path=str(model.path), benchmark=spec.name, min_match=self.settings.replay_min_match)
+        except ReplayMismatch as exc:
+            raise SpecError(str(exc)) from None
+        self.replay_coverage[spec.name] = found.line(spec.name)
 
     def optimized_on(self, sample: Sample) -> bool:
         """True when `sample` is in the D_few its task's customized prompt was optimized on."""
