@@ -36,8 +36,9 @@ _EXCERPT_CHARS = 300
 _PNG_MODES = {"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"}
 MODEL_INFO_TIMEOUT_S = 5.0  # how long `GET /models` may take (it is asked once, when the model loads)
 # `GET /models` fields that differ between two calls to one deployment: vLLM's "created" is the time of the call,
-# its "permission" entries carry fresh ids; "object" says nothing
-VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "object"})
+# its "permission" entries carry fresh ids; `transformers serve`'s "status" says whether the model is loaded yet;
+# "object" says nothing
+VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "status", "object"})
 CONNECT_TIMEOUT_S = 5.0  # how long a connection may take to open (the read timeout is the option's)
 _NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -68,6 +68,7 @@ class WaitsOutsideTurn:
             return self.model.generate(requests)
 
 
+BACKLOG_FACTOR = 8  # answers kept ahead of the tests, as a multiple of the requests in flight
 Answer = Callable[[Sequence[tuple[Sample, "BenchmarkSpec"]]], list[Record]]
 
 
@@ -86,6 +87,13 @@ class AnswerPipeline:
         """Answers submitted and not yet taken."""
         return len(self._futures)
 
+    @property
+    def room(self) -> int:
+        """How many more answers to start now: up to `width` in flight, and at most BACKLOG_FACTOR × width
+        answered ahead of the tests that take them."""
+        in_flight = sum(1 for future in self._futures.values() if not future.done())
+        return max(0, min(self.width - in_flight, BACKLOG_FACTOR * self.width - self.pending))
+
     def __contains__(self, key: str) -> bool:
         return key in self._futures
 
@@ -98,9 +106,15 @@ class AnswerPipeline:
         with self.turn:
             return self.answer([(sample, spec)])[0]
 
-    def take(self, key: str) -> Record:
-        """The record of a submitted sample, once answered."""
-        return self._futures.pop(key).result()
+    def take(self, key: str, refill: Callable[[], None]) -> Record:
+        """The record of a submitted sample, once answered; `refill` is called each time an answer
+        comes meanwhile (to start the next ones: a slow answer holds up no other request)."""
+        target = self._futures[key]
+        while not target.done():
+            wait([f for f in self._futures.values() if not f.done()], return_when=FIRST_COMPLETED)
+            refill()
+        del self._futures[key]
+        return target.result()
 
     def close(self) -> None:
         """Drop the answers not started (a run stopped early); those in flight end on their own."""

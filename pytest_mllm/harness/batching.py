@@ -56,10 +56,13 @@ class Batcher:
 
     def _pipelined(self, item: SampleItem, pipeline: AnswerPipeline) -> Record:
         """The record of `item`, the requests of the tests after it sent meanwhile (up to the pipeline's width)."""
+        def refill() -> None:
+            for other in self._upcoming(item, pipeline.room, same_length=False, past=pipeline.pending):
+                pipeline.submit(other.nodeid, other.sample, other.spec)  # type: ignore[arg-type]
+
         pipeline.submit(item.nodeid, item.sample, item.spec)  # type: ignore[arg-type]
-        for other in self._upcoming(item, pipeline.width - pipeline.pending, same_length=False):
-            pipeline.submit(other.nodeid, other.sample, other.spec)  # type: ignore[arg-type]
-        return pipeline.take(item.nodeid)
+        refill()
+        return pipeline.take(item.nodeid, refill)
 
     def close(self) -> None:
         """The run ends: answers not started are dropped."""
@@ -77,12 +80,12 @@ class Batcher:
                 record["thumbnail"] = thumbnail_url(member.sample, self.evaluation.settings.max_pixels)  # type: ignore[arg-type]
         return records
 
-    def _upcoming(self, item: SampleItem, want: int, *, same_length: bool = True) -> list[SampleItem]:
+    def _upcoming(self, item: SampleItem, want: int, *, same_length: bool = True, past: int = 0) -> list[SampleItem]:
         """Up to `want` sample tests this process runs next, not answered or under way (with the
-        same generation length: `same_length`)."""
+        same generation length: `same_length`), looking `past` as many tests already under way."""
         if want <= 0:
             return []
-        indices = queued_indices(self.config, want)
+        indices = queued_indices(self.config, want + past)
         items = item.session.items
         if indices is None:
             start = self._positions.get(item.nodeid, len(items))
