@@ -1,6 +1,6 @@
 """Wall time of a served model's run under server faults, at the default settings.
 
-    python scripts/served_faults.py [--scenario {hung,flaky,garbage,healthy,all}] [--repeat 3] [--source DIR] [--json out.json]
+    python scripts/served_faults.py [--scenario NAME|all] [--repeat 3] [--source DIR] [--json out.json]
 
 Each scenario runs `pytest --mllm=openai:fake --mllm-base-url=… --mllm-bench=<synthetic jsonl>
 --mllm-cache=off` in a fresh subprocess against `FaultyChatServer`s on loopback, with every other
@@ -9,7 +9,8 @@ option at its default (batch size, concurrency, timeout, retries):
   hung     20 samples, two replicas: the first accepts connections and never answers, the second answers;
   flaky    500 samples, one server failing 30 % of requests with HTTP 500 (seeded), the rest answered;
   garbage  100 samples, two replicas: the first answers HTTP 200 with a body that is no completion;
-  healthy  500 samples, one server without faults: the run's own cost, which the faults add to.
+  healthy  500 samples, one server without faults: the run's own cost, which flaky adds to;
+  healthy-replicas  20 samples, two replicas without faults: the run's own cost, which hung adds to.
 
 An answer takes LATENCY_S (a model's generation time). `--source DIR` runs the plugin of another
 checkout (a `git archive` of a commit unpacked there: the "before" figures), put first on PYTHONPATH;
@@ -45,7 +46,8 @@ SCENARIOS = {  # name: (samples, faults of the replicas in URL order)
     "hung": (20, ("hung", "ok")),
     "flaky": (500, ("flaky",)),
     "garbage": (100, ("garbage", "ok")),
-    "healthy": (500, ("ok",)),  # no fault: the floor the others are read against
+    "healthy": (500, ("ok",)),  # no fault: the floor flaky is read against
+    "healthy-replicas": (20, ("ok", "ok")),  # no fault: the floor hung is read against
 }
 
 
