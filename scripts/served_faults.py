@@ -8,7 +8,7 @@ option at its default (batch size, concurrency, timeout, retries):
 
   hung     20 samples, two replicas: the first accepts connections and never answers, the second answers;
   flaky    500 samples, one server failing 30 % of requests with HTTP 500 (seeded), the rest answered;
-  garbage  100 samples, two replicas: the first answers HTTP 200 with a body that is no completion;
+  garbage  20 samples, two replicas: the first answers HTTP 200 with a body that is no completion;
   healthy  500 samples, one server without faults: the run's own cost, which flaky adds to;
   healthy-replicas  20 samples, two replicas without faults: the run's own cost, which hung adds to.
 
@@ -45,7 +45,7 @@ MAX_HOLD_S = 900.0  # a hung request is held at most this long: bounded in time
 SCENARIOS = {  # name: (samples, faults of the replicas in URL order)
     "hung": (20, ("hung", "ok")),
     "flaky": (500, ("flaky",)),
-    "garbage": (100, ("garbage", "ok")),
+    "garbage": (20, ("garbage", "ok")),
     "healthy": (500, ("ok",)),  # no fault: the floor flaky is read against
     "healthy-replicas": (20, ("ok", "ok")),  # no fault: the floor hung is read against
 }
