@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.evaluator import Evaluator, sample_record
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
+from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 from pytest_mllm.loaders import load_samples
 from pytest_mllm.record import OriginalAnswer, Record
@@ -71,6 +72,7 @@ class EvaluationSettings:
     optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
+    replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
 
 
 class Evaluation:
@@ -81,6 +83,7 @@ class Evaluation:
         """`make_model` may supply the model under test (a conftest hook); None leaves it to the registry."""
         self.settings = settings
         self._make_user_model = make_model
+        self.turn = Turn()  # held by each answer of an `AnswerPipeline` (a served model's requests in flight)
         self.cache = self._open_cache()
         self.evaluator = Evaluator(
             self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
@@ -96,19 +99,28 @@ class Evaluation:
         self._prompted_specs: dict[str, BenchmarkSpec] = {}
         self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
+        self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
 
     # -- the parts ---------------------------------------------------------------------------
 
     def _make_model(self) -> Model:
         made = self._make_user_model()
-        if made is not None:
-            return made
-        from pytest_mllm.models.registry import make_model
+        if made is None:
+            from pytest_mllm.models.registry import make_model
 
-        hf_options = dict(self.settings.hf_options)
-        if self.settings.worker:
-            hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
-        return make_model(self.settings.model, hf_options, self.settings.endpoint)
+            hf_options = dict(self.settings.hf_options)
+            if self.settings.worker:
+                hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
+            made = make_model(self.settings.model, hf_options, self.settings.endpoint)
+        return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made  # type: ignore[return-value]
+
+    def requests_in_flight(self) -> int | None:
+        """For a served model (`openai:`), how many requests to keep in flight across tests: its
+        concurrency per replica times the replicas; None for a model that answers a batch at a time."""
+        if not self.settings.model.startswith("openai:"):
+            return None
+        endpoint = self.settings.endpoint
+        return endpoint.concurrency * len(endpoint.urls)
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
@@ -122,7 +134,7 @@ class Evaluation:
     def _model_identity(self) -> str | None:
         from pytest_mllm.models.registry import model_identity
 
-        identity = model_identity(self.settings.model, self.settings.endpoint.base_url)
+        identity = model_identity(self.settings.model)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
     def _make_judge(self) -> Any:
@@ -202,6 +214,25 @@ class Evaluation:
         for task, prompts in self.prompts.tasks.items():
             prompted = with_template(prompted, task, prompts.template)
         self._prompted_specs[spec.name] = prompted
+
+    def check_replay(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
+        """With `replay:`, how the recording covers this benchmark's samples (a line kept in
+        `replay_coverage`); a SpecError naming the first disagreeing row when its questions or
+        targets match too few of them."""
+        if not self.settings.model.startswith("replay:"):
+            return
+        from pytest_mllm.models.replay import ReplayModel
+        from pytest_mllm.models.replay_check import ReplayMismatch, check_coverage, coverage
+
+        model = self.evaluator.model
+        if not isinstance(model, ReplayModel):
+            return
+        found = coverage(model, [s for s in samples if isinstance(s, Sample)])
+        try:
+            check_coverage(found, path=str(model.path), benchmark=spec.name, min_match=self.settings.replay_min_match)
+        except ReplayMismatch as exc:
+            raise SpecError(str(exc)) from None
+        self.replay_coverage[spec.name] = found.line(spec.name)
 
     def optimized_on(self, sample: Sample) -> bool:
         """True when `sample` is in the D_few its task's customized prompt was optimized on."""

@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import os
+import queue
 import re
 import socket
 import threading
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _EXCERPT_CHARS = 300
 _PNG_MODES = {"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"}
+MODEL_INFO_TIMEOUT_S = 5.0  # how long `GET /models` may take (it is asked once, when the model loads)
+# `GET /models` fields that differ between two calls to one deployment: vLLM's "created" is the time of the call,
+# its "permission" entries carry fresh ids; `transformers serve`'s "status" says whether the model is loaded yet;
+# "object" says nothing
+VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "status", "object"})
+CONNECT_TIMEOUT_S = 5.0  # how long a connection may take to open (the read timeout is the option's)
 _NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
 
 Message = dict[str, Any]
@@ -242,7 +249,8 @@ class ChatClient:
         self._headers: dict[str, Any] = {"OpenAI-Organization": omit(), "OpenAI-Project": omit()}
         if not self._api_key:
             self._headers["Authorization"] = omit()
-        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout_s, max_retries=max_retries)
+        timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
+        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout, max_retries=max_retries)
         self._slots = threading.BoundedSemaphore(concurrency)
 
     def __repr__(self) -> str:
@@ -261,6 +269,26 @@ class ChatClient:
             socket.create_connection((parts.hostname, port), timeout=min(self.timeout_s, 10)).close()
         except OSError as exc:
             raise self._unreachable(exc) from None
+
+    def model_info(self, model: str) -> dict[str, Any] | None:
+        """What the server's `GET /models` says of `model`, less the fields that change between calls
+        (`VOLATILE_MODEL_FIELDS`); None when it says nothing of it (no such route, not listed, no
+        answer within MODEL_INFO_TIMEOUT_S). One try."""
+        import openai
+
+        try:
+            raw = self._sdk.with_options(max_retries=0, timeout=min(self.timeout_s, MODEL_INFO_TIMEOUT_S)) \
+                .models.with_raw_response.list(extra_headers=self._headers)
+            document = json.loads(raw.http_response.text)
+        except (openai.OpenAIError, ValueError):
+            return None
+        entries = document.get("data") if isinstance(document, dict) else None
+        entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), None) \
+            if isinstance(entries, list) else None
+        if entry is None:
+            return None
+        return json.loads(scrub(json.dumps({k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS},
+                                           sort_keys=True)))
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
@@ -321,29 +349,48 @@ class ChatClient:
 
 
 def _fails_over(exc: Exception) -> bool:
-    """A failure another replica may not have: no answer at all, or a 5xx (after the client's retries)."""
-    return isinstance(exc, EndpointUnreachable) or (isinstance(exc, EndpointError) and exc.status >= 500)
+    """A failure another replica may not have: no answer at all, a 5xx (after the client's retries),
+    or a 200 whose body is not a completion."""
+    return isinstance(exc, (EndpointUnreachable, MalformedResponse)) or (
+        isinstance(exc, EndpointError) and exc.status >= 500)
+
+
+PATIENCE_FLOOR_S = 5.0  # a replica is given at least this long before a request is also sent elsewhere
+PATIENCE_FACTOR = 4.0  # … or this many times the slowest of the recent answers
+BACKOFF_FIRST_S = 10.0  # a failing replica is set aside this long, doubled at each failure in a row …
+BACKOFF_MAX_S = 300.0  # … up to this
+_RECENT_ANSWERS = 64
+_POLL_S = 0.1  # how often a waiting request checks its attempt's patience
 
 
 class ReplicaClient:
     """Chat completions spread over several replicas of one model (each a `ChatClient` with its own
-    concurrency cap): each request goes to the least busy healthy replica (ties: round-robin). A
-    replica whose request fails with a connection error or a 5xx once its client's retries are spent
-    is set aside for `cooldown_s` and the request is tried on another replica, each at most once,
-    before the request fails with the last error. The answer does not depend on the replica.
+    concurrency cap); the answer does not depend on the replica.
+
+    Each request goes to the least busy healthy replica (ties: round-robin). A replica fails a
+    request when it answers no completion (connection error, 5xx once its client's retries are
+    spent, a 200 whose body is no completion) or when it is slower than the run's patience: the
+    slowest of the recent answers times PATIENCE_FACTOR, at least PATIENCE_FLOOR_S, at most the
+    client's timeout (until some replica answers: the timeout). A failing replica is set aside
+    for BACKOFF_FIRST_S, doubling at each failure in a row up to BACKOFF_MAX_S; when its time is
+    up it gets one request at a time until it answers again. The request then goes to another
+    replica, each at most once; an abandoned slow attempt keeps running, and the first answer
+    wins. A request fails with the last error once every replica failed it.
     """
 
-    def __init__(self, clients: Sequence[ChatClient], *, cooldown_s: float = 30.0) -> None:
+    def __init__(self, clients: Sequence[ChatClient]) -> None:
         if not clients:
             raise ValueError("ReplicaClient needs at least one client")
         self.clients = list(clients)
-        self.cooldown_s = cooldown_s
         self.base_url = self.clients[0].base_url  # the identity's URL
         self.concurrency = sum(c.concurrency for c in self.clients)
+        self.timeout_s = max(c.timeout_s for c in self.clients)
         self._lock = threading.Lock()
         self._busy = [0] * len(self.clients)
+        self._failures = [0] * len(self.clients)  # failures in a row
         self._down_until = [0.0] * len(self.clients)
         self._next = 0
+        self._recent: list[float] = []  # latencies of the last answers, any replica
         self.answered = [0] * len(self.clients)  # completions per replica
 
     def __repr__(self) -> str:
@@ -361,50 +408,120 @@ class ReplicaClient:
                 client.check_reachable()
             except EndpointUnreachable as exc:
                 errors.append(str(exc))
-                self._down_until[n] = time.monotonic() + self.cooldown_s
+                self._set_aside(n)
         if len(errors) == len(self.clients):
             raise EndpointUnreachable("no replica is reachable: " + " | ".join(errors))
 
+    def model_info(self, model: str) -> dict[str, Any] | None:
+        """What the first replica that says anything of `model` on `GET /models` says (replicas set aside skipped)."""
+        now = time.monotonic()
+        for n, client in enumerate(self.clients):
+            if self._down_until[n] <= now:
+                info = client.model_info(model)
+                if info is not None:
+                    return info
+        return None
+
+    def patience_s(self) -> float:
+        """How long a replica may take before the request is also sent to another one."""
+        with self._lock:
+            if not self._recent:
+                return self.timeout_s
+            return min(self.timeout_s, max(PATIENCE_FLOOR_S, PATIENCE_FACTOR * max(self._recent)))
+
+    def _set_aside(self, n: int) -> None:
+        """Count a failure of replica `n` and set it aside; failures while it is aside count once."""
+        with self._lock:
+            if self._down_until[n] > time.monotonic():
+                return
+            self._failures[n] += 1
+            backoff = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._failures[n] - 1))
+            self._down_until[n] = time.monotonic() + backoff
+
+    def _answered(self, n: int, latency_s: float) -> None:
+        with self._lock:
+            self._failures[n], self._down_until[n] = 0, 0.0
+            self.answered[n] += 1
+            self._recent = [*self._recent[-(_RECENT_ANSWERS - 1):], latency_s]
+
     def _pick(self, tried: set[int]) -> int | None:
+        """The replica for the next attempt (its busy count taken), None when every one was tried.
+        Healthy ones first; a recovering one (its time aside is up) only while it has nothing in
+        flight; replicas still aside only when there is nothing else."""
         with self._lock:
             now = time.monotonic()
             candidates = [n for n in range(len(self.clients)) if n not in tried]
             if not candidates:
                 return None
-            healthy = [n for n in candidates if self._down_until[n] <= now] or candidates
+            healthy = [n for n in candidates if self._failures[n] == 0
+                       or (self._down_until[n] <= now and self._busy[n] == 0)]
             count = len(self.clients)
-            chosen = min(healthy, key=lambda n: (self._busy[n], (n - self._next) % count))
+            pool = healthy or sorted(candidates, key=lambda n: self._down_until[n])[:1]
+            chosen = min(pool, key=lambda n: (self._busy[n], (n - self._next) % count))
             self._next = (chosen + 1) % count
             self._busy[chosen] += 1
             return chosen
 
-    def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
-             max_tokens: int = 512) -> ChatResult:
-        """One completion, on one replica or, after a connection error or 5xx there, on the next."""
-        tried: set[int] = set()
-        last: ChatError | None = None
-        while True:
-            chosen = self._pick(tried)
-            if chosen is None:
-                assert last is not None  # every replica was tried, and failed
-                raise last
-            tried.add(chosen)
+    def _attempt(self, n: int, outcomes: "queue.Queue[tuple[int, ChatResult | Exception]]", model: str,
+                 messages: Sequence[Message], temperature: float, max_tokens: int) -> None:
+        """One attempt on replica `n` in a thread of its own (so a slow one can be left behind)."""
+        def run() -> None:
             try:
-                result = self.clients[chosen].chat(model, messages, temperature=temperature, max_tokens=max_tokens)
-            except ChatError as exc:
-                if not _fails_over(exc):
-                    raise
-                last = exc
-                with self._lock:
-                    self._down_until[chosen] = time.monotonic() + self.cooldown_s
-                continue
+                outcome: ChatResult | Exception = self.clients[n].chat(
+                    model, messages, temperature=temperature, max_tokens=max_tokens)
+            except Exception as exc:  # noqa: BLE001 - handed to the waiting request
+                outcome = exc
             finally:
                 with self._lock:
-                    self._busy[chosen] -= 1
-            with self._lock:
-                self._down_until[chosen] = 0.0
-                self.answered[chosen] += 1
-            return result
+                    self._busy[n] -= 1
+            if isinstance(outcome, ChatResult):
+                self._answered(n, outcome.latency_s)
+            elif _fails_over(outcome):
+                self._set_aside(n)
+            outcomes.put((n, outcome))
+
+        threading.Thread(target=run, name=f"replica-{n}", daemon=True).start()
+
+    def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
+             max_tokens: int = 512) -> ChatResult:
+        """One completion: from one replica or, after a failure or a wait past the patience there, from the next."""
+        outcomes: queue.Queue[tuple[int, ChatResult | Exception]] = queue.Queue()
+        tried: set[int] = set()
+        running: set[int] = set()
+        waited_on: int | None = None  # the attempt within its patience, if any
+        started = 0.0
+        last: Exception | None = None
+
+        def launch() -> None:
+            nonlocal waited_on, started
+            chosen = self._pick(tried)
+            if chosen is not None:
+                tried.add(chosen)
+                running.add(chosen)
+                waited_on, started = chosen, time.monotonic()
+                self._attempt(chosen, outcomes, model, messages, temperature, max_tokens)
+
+        launch()
+        while True:
+            try:
+                n, outcome = outcomes.get(timeout=_POLL_S)
+            except queue.Empty:
+                if waited_on is not None and time.monotonic() - started > self.patience_s():
+                    self._set_aside(waited_on)  # too slow: left running, and the request goes to another replica
+                    waited_on = None
+                    launch()
+                continue
+            running.discard(n)
+            if isinstance(outcome, ChatResult):
+                return outcome
+            if not _fails_over(outcome):
+                raise outcome
+            last = outcome
+            if waited_on == n or waited_on is None:
+                waited_on = None
+                launch()
+            if not running:
+                raise last
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:

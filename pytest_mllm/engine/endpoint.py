@@ -61,6 +61,7 @@ class Endpoint:
     max_retries: int = 4
     concurrency: int = 8  # per replica
     replicas: tuple[str, ...] = ()  # more servers of the same model, besides `base_url` (the one answers are keyed by)
+    model_revision: str | None = None  # what the user states the served model is (part of its answers' cache key)
 
     @classmethod
     def from_environment(cls, base_url: str | None = None, key_env: str | None = None, **settings: Any) -> Endpoint:

@@ -91,6 +91,10 @@ class MllmHooks:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.batches.collected(session.items)
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        for line in self.evaluation.replay_coverage.values():  # collection's own output is captured
+            if reporter is not None:
+                reporter.write_line(line)
         if self.evaluation.settings.optimize and not self.is_worker:
             self.print_plan([(i.spec, i.task) for i in session.items if hasattr(i, "result_json")])  # type: ignore[attr-defined]
 
@@ -218,6 +222,7 @@ class MllmHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.batches.close()
         if self.is_worker:
             return
         self.results = self.evaluation.results()

@@ -50,6 +50,7 @@ class BenchmarkFile(pytest.File):
             yield from optimize_items(self, spec, samples)
             return
         evaluation.check_prompts(spec, samples)
+        evaluation.check_replay(spec, samples)
         marks = _Marks(self.config, spec)
         item_class = VrpPropertyItem if evaluation.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):

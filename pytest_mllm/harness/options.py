@@ -5,6 +5,7 @@ Every problem is a `pytest.UsageError` naming the option before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -95,6 +96,12 @@ def add_options(parser: pytest.Parser) -> None:
                     help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
                          "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
     group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-replay-min-match", type=float, default=0.9, metavar="FRACTION",
+                    help="--mllm=replay:FILE: refuse a recording whose questions or targets agree with the samples "
+                         "they answer for less than this share of the rows that hold them (0 to 1; 0 accepts any)")
+    group.addoption("--mllm-model-revision", metavar="TEXT",
+                    help="what the served model (openai:<model>) is, e.g. its checkpoint or deployment: part of the "
+                         "cache key of its answers, with what its server's /models says of it")
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
                     help="retries (with backoff) on 429, 5xx and connection errors")
     group.addoption("--mllm-judge", metavar="MODEL",
@@ -205,10 +212,11 @@ class Options:
             vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code")},
-            endpoint=_endpoint(config, "mllm_base_url", "mllm_api_key_env"),
+            endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env")),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
-            worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config))
+            worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
+            replay_min_match=_replay_min_match(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")),
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -403,6 +411,29 @@ def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoi
                         concurrency=opt("mllm_concurrency"), replicas=tuple(urls[1:]))
     except ValueError as exc:
         raise pytest.UsageError(f"--{url_option.replace('_', '-')}: {exc}") from None
+
+
+def _replay_min_match(config: pytest.Config) -> float:
+    """--mllm-replay-min-match: a share from 0 to 1."""
+    value = config.getoption("mllm_replay_min_match")
+    if not 0 <= value <= 1:  # NaN fails too
+        raise pytest.UsageError(f"--mllm-replay-min-match must be a share from 0 to 1 (e.g. 0.9), got {value}")
+    return value
+
+
+def _with_model_revision(config: pytest.Config, endpoint: Endpoint) -> Endpoint:
+    """The model's endpoint with --mllm-model-revision, which only a served model takes."""
+    revision = config.getoption("mllm_model_revision")
+    if revision is None:
+        return endpoint
+    model = config.getoption("mllm") or ""
+    if not model.startswith("openai:"):
+        raise pytest.UsageError(f"--mllm-model-revision is for a served model (--mllm=openai:NAME), not {model!r}: "
+                                "a local model's identity is its files; leave the option out")
+    if not revision.strip() or len(revision) > 200 or not revision.isprintable():
+        raise pytest.UsageError("--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, "
+                                f"a commit, a date), got {len(revision)} characters")
+    return dataclasses.replace(endpoint, model_revision=revision.strip())
 
 
 def _judge(config: pytest.Config) -> JudgeSettings | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import hashlib
+import json
+from typing import Any, Sequence
 
 from pytest_mllm.engine.chat import ChatResult, Message, image_content
 from pytest_mllm.engine.endpoint import Endpoint
@@ -23,16 +25,20 @@ class OpenAIModel:
     def __init__(self, model: str, endpoint: Endpoint) -> None:
         self.model = model
         self.name = f"openai:{model}"
+        self.revision = endpoint.model_revision
         self.client = endpoint.replica_client()
         self.client.check_reachable()
+        self.server_info = self.client.model_info(model)  # what the server says of it (None: nothing)
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={self.client.base_url!r})"
 
     @property
     def identity(self) -> str:
-        """What cached answers are keyed by: the model name at its endpoint (the first URL of several replicas)."""
-        return f"{self.name}@{self.client.base_url}"  # as registry.model_identity derives it
+        """What cached answers are keyed by: the model name at its endpoint (the first URL of several
+        replicas), the revision the user states (--mllm-model-revision) and a digest of what the
+        server's `GET /models` says of the model (its stable fields)."""
+        return served_identity(self.name, self.client.base_url, self.revision, self.server_info)
 
     @staticmethod
     def messages(request: Request) -> list[Message]:
@@ -52,3 +58,14 @@ class OpenAIModel:
                 results[i] = answer
         return [Response(text=r.text.strip(), latency_s=r.latency_s) if isinstance(r, ChatResult)
                 else Response(text="", error=f"{type(r).__name__}: {r}") for r in results]
+
+
+def served_identity(name: str, base_url: str, revision: str | None, server_info: dict[str, Any] | None) -> str:
+    """`openai:<model>@<url>[#revision=<text>][#server=<digest of the server's model entry>]`."""
+    identity = f"{name}@{base_url}"
+    if revision:
+        identity += f"#revision={revision}"
+    if server_info is not None:
+        digest = hashlib.sha256(json.dumps(server_info, sort_keys=True).encode()).hexdigest()[:16]
+        identity += f"#server={digest}"
+    return identity

@@ -34,6 +34,15 @@ class PredictionFileError(ValueError):
     """A prediction file that cannot be read; the message names the file, the row and the field."""
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What a prediction file says of the sample it answers, besides the answer: where the row is,
+    and its fields that replay compares with the sample (`models/replay_check.py`)."""
+
+    where: str  # "row 3 (index 102)", "line 3 (doc_id 2)"
+    fields: dict[str, Any]  # "question", "answer" (VLMEvalKit); "target", "input", "doc" (lmms-eval)
+
+
 @dataclass
 class Predictions:
     """Answers keyed by the tool's own sample key, and why some keys have none."""
@@ -41,6 +50,7 @@ class Predictions:
     tool: str
     answers: dict[Any, str] = field(default_factory=dict)
     problems: dict[Any, str] = field(default_factory=dict)  # key → why the record holds no answer
+    recorded: dict[Any, Recorded] = field(default_factory=dict)  # key → the row's checkable fields
 
 
 def is_vlmevalkit_table(header: Iterable[Any]) -> bool:
@@ -81,6 +91,7 @@ def _table(path: Path, header: list[Any], rows: Iterable[tuple[int, list[Any]]],
     """Answers of a VLMEvalKit table (header + (row number, cells)); duplicate indexes are refused."""
     names = [str(name).strip() if name is not None else "" for name in header]
     at_index, at_prediction = names.index("index"), names.index("prediction")
+    checked = {name: names.index(name) for name in ("question", "answer") if name in names}
     found = Predictions("VLMEvalKit")
     for number, cells in rows:
         if not any(cell not in (None, "") for cell in cells):
@@ -91,6 +102,8 @@ def _table(path: Path, header: list[Any], rows: Iterable[tuple[int, list[Any]]],
         if key in found.answers:
             raise PredictionFileError(f"{path}: row {number}: field 'index': {key!r} appears twice")
         found.answers[key] = text(cells[at_prediction] if at_prediction < len(cells) else None)
+        found.recorded[key] = Recorded(f"row {number} (index {key})", {
+            name: cells[at] for name, at in checked.items() if at < len(cells) and cells[at] not in (None, "")})
     return found
 
 
@@ -147,8 +160,8 @@ def vlmevalkit_json_rows(document: Any) -> list[dict[str, Any]] | None:
 
 def read_vlmevalkit_json(path: Path, rows: list[dict[str, Any]]) -> Predictions:
     """A VLMEvalKit `.json` prediction file's rows (see `vlmevalkit_json_rows`)."""
-    header = ["index", "prediction"]
-    return _table(path, header, ((number, [row.get("index"), row.get("prediction")])
+    header = ["index", "prediction", "question", "answer"]
+    return _table(path, header, ((number, [row.get(name) for name in header])
                                  for number, row in enumerate(rows, start=1)), _json_text)
 
 
@@ -183,6 +196,8 @@ def read_lmms_eval_samples(path: Path, text: str) -> Predictions:
         doc_id = entry["doc_id"]
         if doc_id in found.answers or doc_id in found.problems:
             continue  # one record per filter of the same document: the raw response is the same
+        found.recorded[doc_id] = Recorded(f"line {number} (doc_id {doc_id})", {
+            name: entry[name] for name in ("target", "input", "doc") if entry.get(name) not in (None, "")})
         field_name = "resps" if "resps" in entry else "filtered_resps"
         response = _generated_text(entry.get(field_name))
         if response is None:

@@ -60,10 +60,11 @@ def recognizes(spec: str) -> bool:
             or is_shapes_llava(spec) or kind in _entry_points())
 
 
-def model_identity(spec: str, base_url: str | None = None) -> str | None:
+def model_identity(spec: str) -> str | None:
     """The identity answers of a built-in model are cached under, computed without loading it.
 
-    None for models not worth caching (baselines, replay) and for forms built elsewhere.
+    None for models not worth caching (baselines, replay), for forms built elsewhere, and for served
+    models, whose identity includes what their server says of them.
     """
     from pytest_mllm.models.identity import hf_identity
 
@@ -80,11 +81,7 @@ def model_identity(spec: str, base_url: str | None = None) -> str | None:
         return hf_identity(str(shapes_llava_folder(spec)), spec)
     if spec in ALIASES:
         return hf_identity(ALIASES[spec], spec)
-    if kind == "openai" and arg:
-        from pytest_mllm.engine.chat import resolve_base_url
-
-        return f"{spec}@{resolve_base_url(base_url)}"
-    return None
+    return None  # openai:<model>: what its server says of it is asked when it loads (`OpenAIModel.identity`)
 
 
 def make_model(spec: str, hf_options: dict[str, Any], endpoint: Endpoint | None = None) -> Model:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pytest_mllm.loaders.mme_results import read_mme_results
-from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, is_lmms_eval_record, json_lines,
-                                            is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
+from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, Recorded, is_lmms_eval_record,
+                                            json_lines, is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
                                             read_vlmevalkit_tsv, read_vlmevalkit_xlsx, vlmevalkit_json_rows)
 from pytest_mllm.sample import Request, Response, Sample
 
@@ -62,6 +62,7 @@ class ReplayModel:
         self._by_row: dict[int, str] = {}  # lmms-eval: doc_id → answer
         self._row_problems: dict[int, str] = {}  # lmms-eval: doc_id → why its record holds no answer
         self._by_question: dict[tuple[str, str, str], str] = {}
+        self._recorded: dict[Any, Recorded] = {}  # the key of `_by_id` or `_by_row` → the row's checkable fields
         if path.is_dir():
             for line in read_mme_results(path):
                 self._by_question[(line.task, line.image, line.question)] = line.response
@@ -109,6 +110,7 @@ class ReplayModel:
             else:
                 self._by_id[key] = answer
         self._row_problems.update(found.problems)
+        self._recorded.update(found.recorded)
 
     def _read_results(self, path: Path, records: Any) -> None:
         """A --mllm-json file: answers by "benchmark::id", and by the bare id where only one benchmark has it."""
@@ -124,6 +126,9 @@ class ReplayModel:
                 continue
             sample_id, response = str(record["id"]), str(response)
             self._by_id[f"{record['benchmark']}::{sample_id}"] = response
+            if record.get("question") not in (None, ""):
+                self._recorded[f"{record['benchmark']}::{sample_id}"] = Recorded(
+                    f"the record of {record['benchmark']}::{sample_id}", {"question": record["question"]})
             bare[sample_id] = response if bare.get(sample_id, response) == response else None
         for sample_id, response in bare.items():
             if response is not None:  # ids two benchmarks answered differently are matched with their benchmark only
@@ -136,20 +141,33 @@ class ReplayModel:
                 raise ReplayFileError(f"{path}:{number}: needs 'id' and 'response' fields; {_formats_hint()}")
             self._by_id[str(entry["id"])] = str(entry[key])
 
-    def answer(self, sample: Sample) -> str:
-        """The recorded response for `sample`; MissingPrediction names the sample and file."""
+    def key_of(self, sample: Sample) -> tuple[dict[Any, str], Any] | None:
+        """Where the recording answers `sample`: (the answers, the key), None when it does not."""
         for key in (f"{sample.benchmark}::{sample.id}", sample.id, sample.metadata.get("source_id")):
             if key in self._by_id:
-                return self._by_id[key]
+                return self._by_id, key
         row = sample.metadata.get("row")
         if row in self._by_row:
-            return self._by_row[row]
+            return self._by_row, row
+        question_key = (sample.task, sample.image_name, sample.question)
+        if question_key in self._by_question:
+            return self._by_question, question_key
+        return None
+
+    def recorded(self, sample: Sample) -> Recorded | None:
+        """What the recording's row for `sample` says of it (its question, target …), if anything."""
+        found = self.key_of(sample)
+        return self._recorded.get(found[1]) if found is not None and found[0] is not self._by_question else None
+
+    def answer(self, sample: Sample) -> str:
+        """The recorded response for `sample`; MissingPrediction names the sample and file."""
+        found = self.key_of(sample)
+        if found is not None:
+            return found[0][found[1]]
+        row = sample.metadata.get("row")
         if row in self._row_problems:
             raise MissingPrediction(f"no recorded answer for sample {sample.benchmark}::{sample.id}: "
                                     f"{self._row_problems[row]}")
-        question_key = (sample.task, sample.image_name, sample.question)
-        if question_key in self._by_question:
-            return self._by_question[question_key]
         raise MissingPrediction(f"no recorded answer for sample {sample.benchmark}::{sample.id} in {self.path}")
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:

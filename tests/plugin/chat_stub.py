@@ -1,6 +1,7 @@
 """A fault injector for the tests: an OpenAI-compatible chat endpoint on loopback whose replies the
-test computes. Real servers (`transformers serve`) cannot be told to fail or to say a given thing
-on demand; this can, and it is used only for that."""
+test computes (and whose `GET /v1/models` it sets). Real servers (`transformers serve`) cannot be
+told to fail, hang, answer garbage or say a given thing on demand; this can, and it is used only
+for that."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-Reply = Callable[[dict[str, Any]], "str | None"]  # request body → reply text; None answers HTTP 500
+# request body → reply text; None answers HTTP 500; a dict is sent as it is with HTTP 200 (a body that is no completion)
+Reply = Callable[[dict[str, Any]], "str | dict[str, Any] | None"]
 
 
 class ChatStub:
@@ -18,6 +20,7 @@ class ChatStub:
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.requests: list[dict[str, Any]] = []  # {"body": ..., "auth": Authorization header}
+        self.models: list[dict[str, Any]] | None = None  # what GET /v1/models lists (None: HTTP 404)
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,9 +30,17 @@ class ChatStub:
                 text = stub.reply(body)
                 if text is None:
                     self._send(500, {"error": "injected failure"})
+                elif isinstance(text, dict):
+                    self._send(200, text)
                 else:
                     self._send(200, {"choices": [{"message": {"role": "assistant", "content": text},
                                                   "finish_reason": "stop"}]})
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/models") and stub.models is not None:
+                    self._send(200, {"object": "list", "data": stub.models})
+                else:
+                    self._send(404, {"error": "not found"})
 
             def _send(self, status: int, document: dict[str, Any]) -> None:
                 payload = json.dumps(document).encode()

@@ -82,6 +82,23 @@ class Case:
 
 
 GOOD_SPEC = "name: mine\nloader: jsonl\nparser: mme\ndata: {root: data, file: b.jsonl}\n"
+POPE_DATA, MMBENCH_DATA = FIXTURES / "pope_splits", FIXTURES / "mmbench_circular"
+
+
+def shifted_lmms_eval() -> str:
+    """The fixture's lmms-eval samples file with every doc_id one too high (rows matched to the wrong samples)."""
+    import json
+
+    records = [json.loads(line) for line in (FIXTURES / "predictions" / "20260101_000000_samples_pope.jsonl")
+               .read_text().splitlines() if line.strip()]
+    return "".join(json.dumps({**r, "doc_id": r["doc_id"] + 1}) + "\n" for r in records)
+
+
+def other_vlmevalkit_file() -> str:
+    """The fixture's VLMEvalKit prediction file with another benchmark's question in every row (same indexes)."""
+    lines = (FIXTURES / "predictions" / "Model_MMBench_DEV_EN.tsv").read_text().split("\n")
+    return "\n".join([lines[0], *(re.sub(r'^("[^"]*"\t)"[^"]*"', r'\1"How many people are in the picture?"', line)
+                                   for line in lines[1:])])
 PIXELS_ABOVE_PILLOW = str(200_000_000)
 
 CASES = [
@@ -300,6 +317,39 @@ CASES = [
          files(out="<dir>")),
     Case("output: $GITHUB_STEP_SUMMARY is appended to", (*SHAPES, *FEW), OK, "job summary written to",
          env={"GITHUB_STEP_SUMMARY": "{tmp}/summary.md"}),
+    # -- served models and replay checks (issue 28, items 6 to 8) -----------------------------------
+    Case("replay: lmms-eval doc_ids shifted by one", ("--mllm=replay:{tmp}/s.jsonl", "--mllm-bench=pope",
+                                                      f"--mllm-data={POPE_DATA}"), COLLECTION,
+         "s.jsonl: its rows do not match the pope samples they answer: the recorded questions or "
+         "targets agree for 0 of 27 (0.0 %, under --mllm-replay-min-match=0.9); first mismatch: line 1 (doc_id 1) for "
+         "sample pope::adversarial::2: target 'Yes' is not the sample's answer 'No'.",
+         lambda tmp: (tmp / "s.jsonl").write_text(shifted_lmms_eval())),
+    Case("replay: a VLMEvalKit file of another benchmark", ("--mllm=replay:{tmp}/Model_Other.tsv", "--mllm-bench=mmbench",
+                                                            f"--mllm-data={MMBENCH_DATA}"), COLLECTION,
+         "agree for 0 of 67 (0.0 %, under --mllm-replay-min-match=0.9); first mismatch: row 2 (index 101) for sample "
+         "mmbench::dev::101: question 'How many people are in the picture?' is not the sample's question "
+         "'What colour is the square?'", lambda tmp: (tmp / "Model_Other.tsv").write_text(other_vlmevalkit_file())),
+    Case("replay: the threshold stated stricter", ("--mllm=replay:{tmp}/s.jsonl", "--mllm-bench=pope",
+                                                   f"--mllm-data={POPE_DATA}", "--mllm-replay-min-match=1"), COLLECTION,
+         "(0.0 %, under --mllm-replay-min-match=1)", lambda tmp: (tmp / "s.jsonl").write_text(shifted_lmms_eval())),
+    Case("replay: min match above 1", ("--mllm-replay-min-match=1.5", *SHAPES, *FEW), USAGE,
+         "--mllm-replay-min-match must be a share from 0 to 1 (e.g. 0.9), got 1.5"),
+    Case("replay: min match negative", ("--mllm-replay-min-match=-0.1", *SHAPES, *FEW), USAGE,
+         "--mllm-replay-min-match must be a share from 0 to 1 (e.g. 0.9), got -0.1"),
+    Case("replay: min match nan", ("--mllm-replay-min-match=nan", *SHAPES, *FEW), USAGE,
+         "--mllm-replay-min-match must be a share from 0 to 1 (e.g. 0.9), got nan"),
+    Case("replay: min match not a number", ("--mllm-replay-min-match=most", *SHAPES, *FEW), USAGE,
+         "--mllm-replay-min-match: invalid float value: 'most'"),
+    Case("served: a revision for a local model", ("--mllm-model-revision=v2", *SHAPES, *FEW), USAGE,
+         "--mllm-model-revision is for a served model (--mllm=openai:NAME), not 'baseline:yes': a local model's "
+         "identity is its files; leave the option out"),
+    Case("served: an empty revision", ("--mllm=openai:m", "--mllm-base-url=http://127.0.0.1:9/v1",
+                                       "--mllm-model-revision= ", "--mllm-bench=shapes", *FEW), USAGE,
+         "--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, a commit, a date), got 1 "
+         "characters"),
+    Case("served: a revision with a control character", ("--mllm=openai:m", "--mllm-base-url=http://127.0.0.1:9/v1",
+                                                         "--mllm-model-revision=v2\x1b[2J", "--mllm-bench=shapes", *FEW),
+         USAGE, "--mllm-model-revision must be 1 to 200 printable characters"),
 ]
 
 _TABLE: list[tuple[str, int, str]] = []

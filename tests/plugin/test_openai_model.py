@@ -66,5 +66,9 @@ def test_generate_sends_images_and_answers_in_order(tiny_server: Server) -> None
     assert all(isinstance(r.text, str) and r.latency_s > 0 for r in responses)
     alone = [model.generate([request])[0].text for request in requests]  # greedy: the same answers
     assert [r.text for r in responses] == alone
-    assert model.identity == f"openai:{tiny_server.model}@{tiny_server.base_url}"
+    # the served identity: what `GET /v1/models` says of the model, less its "status" (loaded by now,
+    # "unloaded" when the model was made) and "created"
+    assert model.server_info == {"id": tiny_server.model, "owned_by": "local"}
+    assert model.identity.startswith(f"openai:{tiny_server.model}@{tiny_server.base_url}#server=")
+    assert OpenAIModel(tiny_server.model, Endpoint(tiny_server.base_url, SECRET)).identity == model.identity
     assert SECRET not in repr(model)

@@ -1,0 +1,121 @@
+"""Answers kept in flight across tests for a served model: while one test waits for its answer,
+the next ones' requests are already out, up to the endpoint's concurrency (the batch is a notion
+of local models, which generate a batch at once).
+
+Each answer runs the ordinary evaluation (prompt, cache, model, scoring) on a thread of
+`AnswerPipeline`, one thread at a time (`Turn`); the model gives the turn up while it waits for
+its server (`WaitsOutsideTurn`), so only the waits overlap and the cache, the scores and the
+judge see one caller at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
+
+from pytest_mllm.record import Record
+from pytest_mllm.sample import Model, Request, Response, Sample
+
+if TYPE_CHECKING:
+    from pytest_mllm.engine.spec import BenchmarkSpec
+
+
+class Turn:
+    """A lock over the evaluation that its holder can give up for a while (`given_up`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def __enter__(self) -> Turn:
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+    @contextmanager
+    def given_up(self) -> Iterator[None]:
+        """Let others take the turn meanwhile (a no-op for a thread that does not hold it)."""
+        if self._owner != threading.get_ident():
+            yield
+            return
+        self.__exit__()
+        try:
+            yield
+        finally:
+            self.__enter__()
+
+
+class WaitsOutsideTurn:
+    """A model whose `generate` gives up the turn while it runs (it waits on a server); every
+    other attribute is the model's."""
+
+    def __init__(self, model: Model, turn: Turn) -> None:
+        self.model = model
+        self.turn = turn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        with self.turn.given_up():
+            return self.model.generate(requests)
+
+
+BACKLOG_FACTOR = 8  # answers kept ahead of the tests, as a multiple of the requests in flight
+Answer = Callable[[Sequence[tuple[Sample, "BenchmarkSpec"]]], list[Record]]
+
+
+class AnswerPipeline:
+    """Records answered one sample each on `width` threads, each taking the turn to evaluate."""
+
+    def __init__(self, answer: Answer, turn: Turn, width: int) -> None:
+        self.answer = answer
+        self.turn = turn
+        self.width = width
+        self._pool = ThreadPoolExecutor(width, thread_name_prefix="answer")
+        self._futures: dict[str, Future[Record]] = {}
+
+    @property
+    def pending(self) -> int:
+        """Answers submitted and not yet taken."""
+        return len(self._futures)
+
+    @property
+    def room(self) -> int:
+        """How many more answers to start now: up to `width` in flight, and at most BACKLOG_FACTOR × width
+        answered ahead of the tests that take them."""
+        in_flight = sum(1 for future in self._futures.values() if not future.done())
+        return max(0, min(self.width - in_flight, BACKLOG_FACTOR * self.width - self.pending))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._futures
+
+    def submit(self, key: str, sample: Sample, spec: BenchmarkSpec) -> None:
+        """Start answering `sample` (once per key)."""
+        if key not in self._futures:
+            self._futures[key] = self._pool.submit(self._one, sample, spec)
+
+    def _one(self, sample: Sample, spec: BenchmarkSpec) -> Record:
+        with self.turn:
+            return self.answer([(sample, spec)])[0]
+
+    def take(self, key: str, refill: Callable[[], None]) -> Record:
+        """The record of a submitted sample, once answered; `refill` is called each time an answer
+        comes meanwhile (to start the next ones: a slow answer holds up no other request)."""
+        target = self._futures[key]
+        while not target.done():
+            wait([f for f in self._futures.values() if not f.done()], return_when=FIRST_COMPLETED)
+            refill()
+        del self._futures[key]
+        return target.result()
+
+    def close(self) -> None:
+        """Drop the answers not started (a run stopped early); those in flight end on their own."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
