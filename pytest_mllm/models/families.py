@@ -37,19 +37,31 @@ class Conventions:
 
 DEFAULT = Conventions()
 
+_TEMPLATE = "its chat template"
 FAMILIES: dict[str, Conventions] = {
     # google/paligemma-3b-mix-224 has no chat template: its model card prompts the mix checkpoints with a
     # task prefix ("caption en", "answer en <question>"); the processor adds the image tokens and BOS.
     "paligemma": Conventions(chat_template=False, prompt_prefix="answer en ",
                              source="google/paligemma-3b-mix-224's model card: the `answer en ` task prefix"),
-    # Qwen2-VL, Qwen2.5-VL, Qwen3-VL: the image budget is the checkpoint's preprocessor_config.json
-    # (min_pixels 3136 = 4 x 28 x 28, max_pixels 12845056 = 16384 x 28 x 28 for Qwen2/2.5-VL), which is what
-    # the model cards' `AutoProcessor.from_pretrained(...)` uses; lmms-eval and VLMEvalKit set their own.
-    "qwen2_vl": Conventions(source="Qwen/Qwen2-VL-7B-Instruct's chat template (a default system turn) and "
-                                   "preprocessor_config.json image budget"),
-    "qwen2_5_vl": Conventions(source="Qwen/Qwen2.5-VL-7B-Instruct's chat template (a default system turn) and "
-                                     "preprocessor_config.json image budget"),
-    "qwen3_vl": Conventions(source="Qwen/Qwen3-VL's chat template and preprocessor_config.json image budget"),
+    # Qwen2-VL, Qwen2.5-VL, Qwen3-VL: the image budget is the checkpoint's preprocessor_config.json (for
+    # Qwen2/2.5-VL min_pixels 3136 = 4 x 28 x 28, max_pixels 12845056 = 16384 x 28 x 28), what the model cards'
+    # `AutoProcessor.from_pretrained(...)` uses; pass `max_pixels` to the processor to change it.
+    "qwen2_vl": Conventions(source="Qwen/Qwen2-VL-7B-Instruct: " + _TEMPLATE + " (its default system turn "
+                                   "'You are a helpful assistant.'), its preprocessor_config.json image budget"),
+    "qwen2_5_vl": Conventions(source="Qwen/Qwen2.5-VL-7B-Instruct: " + _TEMPLATE + " (its default system turn), "
+                                     "its preprocessor_config.json image budget"),
+    "qwen3_vl": Conventions(source="Qwen/Qwen3-VL-8B-Instruct: " + _TEMPLATE + ", its image budget"),
+    "llava": Conventions(source="llava-hf/llava-1.5-7b-hf: " + _TEMPLATE),
+    "llava_next": Conventions(source="llava-hf/llava-v1.6-mistral-7b-hf: " + _TEMPLATE + ", its grid pinpoints"),
+    "llava_onevision": Conventions(source="llava-hf/llava-onevision-qwen2-7b-ov-hf: " + _TEMPLATE),
+    "idefics2": Conventions(source="HuggingFaceM4/idefics2-8b: " + _TEMPLATE + ", its image splitting setting"),
+    "idefics3": Conventions(source="HuggingFaceM4/Idefics3-8B-Llama3, HuggingFaceTB/SmolVLM-Instruct: "
+                                   + _TEMPLATE + " (it writes the BOS itself)"),
+    "smolvlm": Conventions(source="HuggingFaceTB/SmolVLM2-2.2B-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
+    "gemma3": Conventions(source="google/gemma-3-4b-it: " + _TEMPLATE + " (it writes the BOS; a system turn "
+                                 "opens the first user turn)"),
+    "internvl": Conventions(source="OpenGVLab/InternVL3-1B-hf: " + _TEMPLATE),
+    "mllama": Conventions(source="meta-llama/Llama-3.2-11B-Vision-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
 }
 
 
