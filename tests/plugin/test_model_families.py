@@ -27,18 +27,11 @@ from pytest_mllm.loaders import load_samples  # noqa: E402
 from pytest_mllm.sample import Request, Sample  # noqa: E402
 from pytest_mllm.models.families import conventions_for, folder_model_type  # noqa: E402
 from pytest_mllm.models.hf import HFModel  # noqa: E402
-from pytest_mllm.models.tiny_families import FAMILY_BUILDERS, ensure_tiny_family  # noqa: E402
+from pytest_mllm.models.tiny_families import FAMILY_BUILDERS  # noqa: E402
 
 MMMU = Path(__file__).resolve().parents[2] / "fixtures" / "mmmu" / "data"
 MAX_NEW_TOKENS = 6
 SELECTION = "(img_000 and (existence or choice)) or Art"  # 3 shapes questions, 4 MMMU ones of 1 to 5 images
-
-
-@pytest.fixture(scope="session")
-def family_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every tiny family, built once per run into a folder all xdist workers share."""
-    shared = tmp_path_factory.getbasetemp().parent / "tiny-families"
-    return {name: ensure_tiny_family(name, shared / name) for name in FAMILY_BUILDERS}
 
 
 def _run(pytester: pytest.Pytester, folder: Path) -> list[dict]:
