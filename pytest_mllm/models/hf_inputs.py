@@ -87,7 +87,7 @@ def _processor_class(target: str, trust_remote_code: bool) -> type | None:
         found = getattr(transformers, name, None)
         return found if isinstance(found, type) else None
     config = AutoConfig.from_pretrained(target, trust_remote_code=trust_remote_code)
-    return PROCESSOR_MAPPING.get(type(config))
+    return PROCESSOR_MAPPING.get(type(config), None)
 
 
 def messages(request: Request, conventions: Conventions) -> list[dict[str, Any]]:

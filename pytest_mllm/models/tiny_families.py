@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_mllm.models.tiny import bpe_tokenizer, ensure_built, tiny_corpus
 
-TINY_FAMILIES_VERSION = "1"  # bump when a recipe below changes
+TINY_FAMILIES_VERSION = "2"  # bump when a recipe below changes
 _SEED = 0
 _WIDTH = 32  # hidden size of the text models
 _VISION_WIDTH = 16
@@ -156,11 +156,21 @@ def _save(build: Callable[[], tuple[Any, Any]], folder: Path) -> None:
     processor.save_pretrained(folder)
 
 
-def _tokenizer(special: list[str], *, bos: str | None, eos: str, pad: str, **attributes: str) -> Any:
-    """The tiny BPE tokenizer with the family's special tokens; `attributes` become named tokens
-    (e.g. image_token="<image>") as the family's tokenizer_config declares them."""
-    return bpe_tokenizer(tiny_corpus(), special_tokens=special, bos_token=bos, eos_token=eos, pad_token=pad,
-                         extra_special_tokens=attributes or None)
+def _tokenizer(special: list[str], *, bos: str | None, eos: str, pad: str, adds_bos: bool = False,
+               **attributes: str) -> Any:
+    """The tiny BPE tokenizer with the family's special tokens; `adds_bos` when the family's tokenizer
+    puts its BOS before the text it encodes (Llama, Mistral, Gemma), not when it has none to add (Qwen,
+    SmolLM2); `attributes` become named tokens (e.g. image_token="<image>") as the family's
+    tokenizer_config declares them."""
+    from tokenizers.processors import TemplateProcessing
+
+    tokenizer = bpe_tokenizer(tiny_corpus(), special_tokens=special, bos_token=bos, eos_token=eos, pad_token=pad,
+                              extra_special_tokens=attributes or None)
+    if adds_bos:
+        assert bos is not None
+        tokenizer.backend_tokenizer.post_processor = TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tokenizer.convert_tokens_to_ids(bos))])
+    return tokenizer
 
 
 def _ids(tokenizer: Any, *tokens: str) -> list[int]:
@@ -178,7 +188,8 @@ def _greedy(model: Any, tokenizer: Any, eos: list[int]) -> Any:
 def _text(**overrides: Any) -> dict[str, Any]:
     """A Llama-shaped text model of `_WIDTH` units, 2 layers."""
     return {"hidden_size": _WIDTH, "intermediate_size": 2 * _WIDTH, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096, **overrides}
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+            "initializer_range": 0.2, **overrides}  # wide enough that answers follow the input
 
 
 # -- the families -----------------------------------------------------------------------------------
@@ -273,7 +284,7 @@ def build_llava_next() -> tuple[Any, Any]:
     from transformers import (LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextImageProcessor,
                               LlavaNextProcessor)
 
-    tokenizer = _tokenizer(["<unk>", "<s>", "</s>", "<image>"], bos="<s>", eos="</s>", pad="<unk>",
+    tokenizer = _tokenizer(["<unk>", "<s>", "</s>", "<image>"], bos="<s>", eos="</s>", pad="<unk>", adds_bos=True,
                            image_token="<image>")
     size = 32
     image_processor = LlavaNextImageProcessor(size={"shortest_edge": size},
@@ -301,7 +312,8 @@ _IDEFICS_TOKENS = ["<fake_token_around_image>", "<image>", "<end_of_utterance>"]
 def build_idefics2() -> tuple[Any, Any]:
     from transformers import Idefics2Config, Idefics2ForConditionalGeneration, Idefics2ImageProcessor, Idefics2Processor
 
-    tokenizer = _tokenizer(["<unk>", "<s>", "</s>"] + _IDEFICS_TOKENS, bos="<s>", eos="</s>", pad="<unk>")
+    tokenizer = _tokenizer(["<unk>", "<s>", "</s>"] + _IDEFICS_TOKENS, bos="<s>", eos="</s>", pad="<unk>",
+                           adds_bos=True)
     image_processor = Idefics2ImageProcessor(size={"shortest_edge": 28, "longest_edge": 28}, do_image_splitting=False)
     processor = Idefics2Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=4,
                                   chat_template=IDEFICS2_TEMPLATE)
@@ -317,9 +329,10 @@ def build_idefics2() -> tuple[Any, Any]:
     return _greedy(model, tokenizer, [eos, end_of_utterance]), processor
 
 
-def _idefics3_like(prefix: str, *, bos: str, eos: str, pad: str, template: str) -> tuple[Any, Any, Any, list[int]]:
+def _idefics3_like(*, bos: str, eos: str, pad: str, adds_bos: bool) -> tuple[Any, Any, Any, list[int]]:
     """Idefics3 and SmolVLM: a 28-pixel tile of 2 x 2 patches, pixel-shuffled by 2 into one image token."""
-    tokenizer = _tokenizer([pad, bos, eos] + _IDEFICS_TOKENS + ["<global-img>"], bos=bos, eos=eos, pad=pad)
+    tokenizer = _tokenizer([pad, bos, eos] + _IDEFICS_TOKENS + ["<global-img>"], bos=bos, eos=eos, pad=pad,
+                           adds_bos=adds_bos)
     size = {"longest_edge": 56}
     vision = {"image_size": 28, "patch_size": 14, **_SIGLIP}
     return tokenizer, size, vision, _ids(tokenizer, "<image>", eos, "<end_of_utterance>")
@@ -328,9 +341,8 @@ def _idefics3_like(prefix: str, *, bos: str, eos: str, pad: str, template: str) 
 def build_idefics3() -> tuple[Any, Any]:
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
 
-    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(
-        "idefics3", bos="<|begin_of_text|>", eos="<|end_of_text|>", pad="<|finetune_right_pad_id|>",
-        template=IDEFICS3_TEMPLATE)
+    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(  # a Llama 3 tokenizer
+        bos="<|begin_of_text|>", eos="<|end_of_text|>", pad="<|finetune_right_pad_id|>", adds_bos=True)
     image_processor = Idefics3ImageProcessor(size=size, max_image_size={"longest_edge": 28})
     processor = Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=1,
                                   chat_template=IDEFICS3_TEMPLATE)
@@ -347,8 +359,8 @@ def build_smolvlm() -> tuple[Any, Any]:
 
     from pytest_mllm.models.hf_inputs import image_only
 
-    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(
-        "smolvlm", bos="<|im_start|>", eos="<|im_end|>", pad="<|im_end|>", template=SMOLVLM_TEMPLATE)
+    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(  # a SmolLM2 tokenizer
+        bos="<|im_start|>", eos="<|im_end|>", pad="<|im_end|>", adds_bos=False)
     image_processor = SmolVLMImageProcessor(size=size, max_image_size={"longest_edge": 28})
     processor = image_only(SmolVLMProcessor)(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
                                              image_seq_len=1,
@@ -365,7 +377,7 @@ def build_paligemma() -> tuple[Any, Any]:
     from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, PaliGemmaProcessor, SiglipImageProcessor
 
     tokenizer = _tokenizer(["<pad>", "<eos>", "<bos>", "<unk>", "<image>"], bos="<bos>", eos="<eos>", pad="<pad>",
-                           image_token="<image>")
+                           adds_bos=True, image_token="<image>")
     image_processor = SiglipImageProcessor(size={"height": 28, "width": 28}, image_seq_length=4)
     processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer)
     image, eos = _ids(tokenizer, "<image>", "<eos>")
@@ -384,7 +396,7 @@ def build_gemma3() -> tuple[Any, Any]:
 
     tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
               "<end_of_image>", "<image_soft_token>"]
-    tokenizer = _tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", image_token="<image_soft_token>",
+    tokenizer = _tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True, image_token="<image_soft_token>",
                            boi_token="<start_of_image>", eoi_token="<end_of_image>")
     image_processor = Gemma3ImageProcessor(size={"height": 32, "width": 32})
     processor = Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_length=4,
@@ -427,7 +439,8 @@ def build_mllama() -> tuple[Any, Any]:
 
     tokens = ["<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>", "<|start_header_id|>",
               "<|end_header_id|>", "<|eot_id|>", "<|image|>", "<|python_tag|>"]
-    tokenizer = _tokenizer(tokens, bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>")
+    tokenizer = _tokenizer(tokens, bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>",
+                           adds_bos=True)
     image_processor = MllamaImageProcessor(size={"height": 28, "width": 28}, max_image_tiles=2)
     processor = MllamaProcessor(image_processor=image_processor, tokenizer=tokenizer, chat_template=MLLAMA_TEMPLATE)
     image, eot, end_of_text = _ids(tokenizer, "<|image|>", "<|eot_id|>", "<|end_of_text|>")
