@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 from transformers import AutoModelForImageTextToText

@@ -53,8 +53,8 @@ def image_only(processor_class: type) -> type:
         return processor_class.from_args_and_dict.__func__(cls, args, processor_dict, **{_VIDEO: None, **kwargs})
 
     return type(processor_class.__name__, (processor_class,), {
-        "from_args_and_dict": classmethod(from_args_and_dict), "get_attributes": classmethod(get_attributes), _VIDEO: _AbsentVideoPart(),
-        "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
+        "from_args_and_dict": classmethod(from_args_and_dict), "get_attributes": classmethod(get_attributes),
+        _VIDEO: _AbsentVideoPart(), "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
 
 
 def load_processor(target: str, *, trust_remote_code: bool = False,
