@@ -116,3 +116,15 @@ def test_the_identity_holds_the_conventions_that_change_answers(
     monkeypatch.setitem(families.FAMILIES, "paligemma",
                         dataclasses.replace(original, source="another page, same settings"))
     assert hf_identity(paligemma, "p") == first  # where a setting comes from changes no answer
+
+
+def test_a_family_build_is_deterministic_and_small(family_folders: dict[str, Path], tmp_path: Path) -> None:
+    from pytest_mllm.models.tiny_families import ensure_tiny_family
+
+    built = family_folders["qwen2-vl"]
+    again = ensure_tiny_family("qwen2-vl", tmp_path / "again")
+    names = sorted(p.name for p in built.iterdir())
+    assert names == sorted(p.name for p in again.iterdir())
+    for name in names:
+        assert (again / name).read_bytes() == (built / name).read_bytes(), name
+    assert all(sum(p.stat().st_size for p in f.iterdir()) < 1_000_000 for f in family_folders.values())
