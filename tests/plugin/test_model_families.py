@@ -56,7 +56,7 @@ def _inputs(records: list[dict]) -> list[tuple[str, list]]:
     return [(r["prompt"], [load_image(ref) for ref in samples[r["benchmark"], r["id"]].images]) for r in records]
 
 
-@pytest.mark.parametrize("family", list(FAMILY_BUILDERS))
+@pytest.mark.parametrize("family", [*FAMILY_BUILDERS, "llava"])
 def test_family_answers_equal_batch_one_and_its_documented_usage(
         pytester: pytest.Pytester, family_folders: dict[str, Path], family: str) -> None:
     folder = family_folders[family]
