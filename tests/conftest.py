@@ -18,3 +18,16 @@ FIXTURES = REPO / "fixtures"
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def family_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every tiny model of models/tiny_families.py and the tiny LLaVA, built once per run into a folder all
+    xdist workers share (a few seconds in all; the build is safe against concurrent builders)."""
+    pytest.importorskip("transformers")
+    from pytest_mllm.models.tiny import ensure_tiny_llava
+    from pytest_mllm.models.tiny_families import FAMILY_BUILDERS, ensure_tiny_family
+
+    shared = tmp_path_factory.getbasetemp().parent / "tiny-families"
+    return {**{name: ensure_tiny_family(name, shared / name) for name in FAMILY_BUILDERS},
+            "llava": ensure_tiny_llava(shared / "llava")}

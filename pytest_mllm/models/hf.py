@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
-from transformers import AutoModelForImageTextToText, AutoProcessor
+from transformers import AutoModelForImageTextToText
 
+from pytest_mllm.models.hf_inputs import load_conventions, load_processor, model_inputs
 from pytest_mllm.models.identity import hf_identity, looks_like_path
 from pytest_mllm.sample import Request, Response
 
@@ -73,9 +74,9 @@ class HFModel:
             )
         target = str(location) if location is not None else source
         try:
-            self.processor = AutoProcessor.from_pretrained(
-                target, trust_remote_code=trust_remote_code
-            )
+            self.conventions = load_conventions(target, trust_remote_code=trust_remote_code)
+            self.processor = load_processor(target, trust_remote_code=trust_remote_code,
+                                            processor_kwargs=self.conventions.processor_kwargs)
             self._check_chat_template(target)
             self.model = AutoModelForImageTextToText.from_pretrained(
                 target, dtype=self.dtype, trust_remote_code=trust_remote_code
@@ -96,8 +97,8 @@ class HFModel:
         self._folder = location
 
     def _check_chat_template(self, target: str) -> None:
-        """Refuse a processor without a chat template: prompts could not be rendered."""
-        if not getattr(self.processor, "chat_template", None):
+        """Refuse a processor without a chat template where the family needs one: prompts could not be rendered."""
+        if self.conventions.chat_template and not getattr(self.processor, "chat_template", None):
             raise ValueError(
                 f"the processor in {target!r} has no chat_template. Add a chat_template.jinja "
                 "(or a chat_template entry in processor_config.json) to that folder, e.g. "
@@ -106,27 +107,15 @@ class HFModel:
 
     @cached_property
     def identity(self) -> str:
-        """The model's name plus a content hash (local folder) or commit (hub id)."""
+        """The model's name plus a content hash (local folder) or commit (hub id), and the family's conventions."""
         return hf_identity(str(self._folder) if self._folder is not None else self.source, self.name)
-
-    def _prompt(self, request: Request) -> str:
-        """The request rendered with the processor's chat template, ready for generation."""
-        content: list[dict[str, Any]] = [{"type": "image"} for _ in request.images]
-        content.append({"type": "text", "text": request.prompt})
-        messages = [{"role": "user", "content": content}]
-        return self.processor.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False
-        )
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Answer all requests in one left-padded, greedy `generate` call."""
         if not requests:
             return []
         start = time.perf_counter()
-        texts = [self._prompt(r) for r in requests]
-        images = [list(r.images) for r in requests] if any(r.images for r in requests) else None
-        inputs = self.processor(text=texts, images=images, return_tensors="pt", padding=True)
-        inputs = inputs.to(self.device, dtype=self.dtype)
+        inputs = model_inputs(self.processor, requests, self.conventions).to(self.device, dtype=self.dtype)
         with torch.inference_mode():
             output = self.model.generate(
                 **inputs,

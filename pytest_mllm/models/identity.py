@@ -35,9 +35,7 @@ def folder_digest(folder: Path) -> str:
 
 def hub_commit(repo_id: str) -> str | None:
     """The commit of the cached snapshot `repo_id` resolves to, if it is in the hub cache."""
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(repo_id, "config.json")
+    cached = try_cached(repo_id, "config.json")
     if not isinstance(cached, str):
         return None
     snapshot = Path(cached).parent
@@ -50,8 +48,29 @@ def looks_like_path(source: str) -> bool:
 
 
 def hf_identity(source: str, name: str) -> str:
-    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot, else the source."""
+    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot, else the source;
+    `+conventions:…` after it when the family is prompted other than by default (models/families.py)."""
     if looks_like_path(source):
-        return f"{name}@sha256:{folder_digest(Path(source).expanduser())[:16]}"
+        folder = Path(source).expanduser()
+        return f"{name}@sha256:{folder_digest(folder)[:16]}{_conventions_tag(folder)}"
     commit = hub_commit(source)
-    return f"{name}@{commit}" if commit else source
+    if not commit:
+        return source
+    snapshot = Path(str(try_cached(source, "config.json"))).parent
+    return f"{name}@{commit}{_conventions_tag(snapshot)}"
+
+
+def try_cached(repo_id: str, filename: str) -> object:
+    """The hub cache's answer for one file of `repo_id` (a path string when it is cached)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return try_to_load_from_cache(repo_id, filename)
+
+
+def _conventions_tag(folder: Path) -> str:
+    """The fingerprint of the conventions a folder's family is prompted with, when they are not the default."""
+    from pytest_mllm.models.families import DEFAULT, conventions_for, folder_model_type
+
+    conventions = conventions_for(folder_model_type(folder))
+    fingerprint = conventions.fingerprint()
+    return "" if fingerprint == DEFAULT.fingerprint() else f"+conventions:{fingerprint}"

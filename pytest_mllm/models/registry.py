@@ -19,21 +19,32 @@ from pytest_mllm.sample import Model
 if TYPE_CHECKING:
     from pytest_mllm.engine.endpoint import Endpoint
 
+# alias → hub repo; the comment names the family (config.json's model_type) whose prompting conventions
+# models/families.py holds, and the tiny model of models/tiny_families.py the tests verify it with.
 ALIASES: dict[str, str] = {
-    "llava-1.5-7b": "llava-hf/llava-1.5-7b-hf",
-    "llava-1.5-13b": "llava-hf/llava-1.5-13b-hf",
-    "llava-next-7b": "llava-hf/llava-v1.6-mistral-7b-hf",
-    "llava-next-13b": "llava-hf/llava-v1.6-vicuna-13b-hf",
-    "llava-onevision-0.5b": "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",
-    "llava-onevision-7b": "llava-hf/llava-onevision-qwen2-7b-ov-hf",
-    "idefics2-8b": "HuggingFaceM4/idefics2-8b",
-    "idefics3-8b": "HuggingFaceM4/Idefics3-8B-Llama3",
-    "paligemma-3b": "google/paligemma-3b-mix-224",
-    "qwen2-vl-2b": "Qwen/Qwen2-VL-2B-Instruct",
-    "qwen2-vl-7b": "Qwen/Qwen2-VL-7B-Instruct",
-    "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct",
-    "smolvlm-2b": "HuggingFaceTB/SmolVLM-Instruct",
-    "gemma-3-4b": "google/gemma-3-4b-it",
+    "llava-1.5-7b": "llava-hf/llava-1.5-7b-hf",  # llava (tiny-llava)
+    "llava-1.5-13b": "llava-hf/llava-1.5-13b-hf",  # llava
+    "llava-next-7b": "llava-hf/llava-v1.6-mistral-7b-hf",  # llava_next
+    "llava-next-13b": "llava-hf/llava-v1.6-vicuna-13b-hf",  # llava_next
+    "llava-onevision-0.5b": "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",  # llava_onevision
+    "llava-onevision-7b": "llava-hf/llava-onevision-qwen2-7b-ov-hf",  # llava_onevision
+    "idefics2-8b": "HuggingFaceM4/idefics2-8b",  # idefics2
+    "idefics3-8b": "HuggingFaceM4/Idefics3-8B-Llama3",  # idefics3
+    "paligemma-3b": "google/paligemma-3b-mix-224",  # paligemma: no chat template, "answer en " prefix
+    "qwen2-vl-2b": "Qwen/Qwen2-VL-2B-Instruct",  # qwen2_vl
+    "qwen2-vl-7b": "Qwen/Qwen2-VL-7B-Instruct",  # qwen2_vl
+    "qwen2.5-vl-3b": "Qwen/Qwen2.5-VL-3B-Instruct",  # qwen2_5_vl
+    "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct",  # qwen2_5_vl
+    "qwen2.5-vl-72b": "Qwen/Qwen2.5-VL-72B-Instruct",  # qwen2_5_vl
+    "qwen3-vl-2b": "Qwen/Qwen3-VL-2B-Instruct",  # qwen3_vl
+    "qwen3-vl-8b": "Qwen/Qwen3-VL-8B-Instruct",  # qwen3_vl
+    "smolvlm-2b": "HuggingFaceTB/SmolVLM-Instruct",  # idefics3
+    "smolvlm2-2.2b": "HuggingFaceTB/SmolVLM2-2.2B-Instruct",  # smolvlm
+    "gemma-3-4b": "google/gemma-3-4b-it",  # gemma3
+    "gemma-3-27b": "google/gemma-3-27b-it",  # gemma3
+    "internvl3-1b": "OpenGVLab/InternVL3-1B-hf",  # internvl
+    "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",  # internvl
+    "llama-3.2-11b-vision": "meta-llama/Llama-3.2-11B-Vision-Instruct",  # mllama
 }
 BUILTIN_FORMS = ("hf:<repo or folder>", "tiny-llava", "baseline:random[:seed]", "baseline:yes",
                  "baseline:no", "replay:<file or MME results folder>", "openai:<model>")

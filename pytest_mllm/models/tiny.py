@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,42 +71,47 @@ def default_tiny_llava_dir() -> Path:
     return base / "pytest-mllm" / name
 
 
-def is_complete(folder: Path) -> bool:
-    """True when `folder` holds a finished build of the current recipe."""
+def is_complete(folder: Path, version: str = TINY_LLAVA_VERSION) -> bool:
+    """True when `folder` holds a finished build of the recipe `version`."""
     marker = folder / _MARKER
-    return marker.is_file() and marker.read_text().strip() == TINY_LLAVA_VERSION
+    return marker.is_file() and marker.read_text().strip() == version
 
 
 def ensure_tiny_llava(dest: Path | None = None) -> Path:
-    """Return a folder holding the tiny LLaVA, building it only if it is not complete.
+    """Return a folder holding the tiny LLaVA, building it only if it is not complete."""
+    return ensure_built(Path(dest) if dest is not None else default_tiny_llava_dir(), lambda f: _build(f),
+                        TINY_LLAVA_VERSION)
+
+
+def ensure_built(dest: Path, build: Callable[[Path], None], version: str) -> Path:
+    """Return `dest` once it holds a complete build of `version`, running `build(folder)` only if not.
 
     Safe when several processes call it at once: each builds into a temporary folder
     next to `dest` and renames it into place; a loser of the race uses the winner's.
     """
-    dest = Path(dest) if dest is not None else default_tiny_llava_dir()
-    if is_complete(dest):
+    if is_complete(dest, version):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         with _BUILD_LOCK:
-            _build(tmp)
-        (tmp / _MARKER).write_text(TINY_LLAVA_VERSION + "\n")
-        _move_into_place(tmp, dest)
+            build(tmp)
+        (tmp / _MARKER).write_text(version + "\n")
+        _move_into_place(tmp, dest, version)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
 
 
-def _move_into_place(tmp: Path, dest: Path) -> None:
+def _move_into_place(tmp: Path, dest: Path, version: str) -> None:
     """Rename the finished build `tmp` to `dest`, unless another process got there first."""
     for _ in range(3):
         try:
             os.replace(tmp, dest)  # atomic; fails if dest is a non-empty folder
             return
         except OSError:
-            if is_complete(dest):
+            if is_complete(dest, version):
                 return  # another process won the race: use theirs
             # dest is a stale or partial folder (e.g. an older recipe): move it aside.
             stale = Path(tempfile.mkdtemp(prefix=f".{dest.name}.stale-", dir=dest.parent))
@@ -116,7 +121,7 @@ def _move_into_place(tmp: Path, dest: Path) -> None:
                 pass  # someone else moved it meanwhile
             finally:
                 shutil.rmtree(stale, ignore_errors=True)
-    raise OSError(f"could not move the tiny LLaVA build into {dest}")
+    raise OSError(f"could not move the tiny model's build into {dest}")
 
 
 def _build(folder: Path) -> None:
@@ -139,19 +144,27 @@ def _build(folder: Path) -> None:
 
 # -- the recipe, shared with the scripts that build bigger or trained LLaVAs --------------------------
 
-def bpe_tokenizer(corpus: Sequence[str], vocab_size: int = 512) -> Any:
-    """A byte-level BPE tokenizer trained on `corpus`, with the special tokens, left padding."""
+def tiny_corpus() -> list[str]:
+    """The words the tiny tokenizers are trained on."""
+    return list(_CORPUS)
+
+
+def bpe_tokenizer(corpus: Sequence[str], vocab_size: int = 512, special_tokens: Sequence[str] = SPECIAL_TOKENS,
+                  **named: Any) -> Any:
+    """A byte-level BPE tokenizer trained on `corpus`, with the special tokens, left padding; `named`
+    (bos_token, eos_token, pad_token, …) overrides LLaVA's <s>, </s>, <pad>."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     bpe.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   padding_side="left")
+    names = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", **named}
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, padding_side="left",
+                                   **{k: v for k, v in names.items() if v is not None})
 
 
 def llava_processor(tokenizer: Any, *, image_size: int, patch_size: int) -> Any:

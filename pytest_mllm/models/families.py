@@ -1,0 +1,79 @@
+"""How each model family is prompted: its conventions as data, keyed by the `model_type` of the
+checkpoint's config.json. `models/hf_inputs.py` applies them; nothing else branches on a family.
+
+Defaults follow each family's documented transformers usage (its model card and the
+transformers docs): the checkpoint's own chat template, its own system turn (none added here),
+its own image budget (the processor settings saved with the checkpoint), images before the
+question in one user turn. A family without a chat template (PaliGemma) is prompted with a task
+prefix instead. Settings a user passes to the processor (e.g. Qwen's `max_pixels`) override the
+saved ones; see README.md, "Your model".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How a family's prompt and images are put together."""
+
+    chat_template: bool = True  # rendered with the processor's chat template; else prefix + prompt
+    prompt_prefix: str = ""  # before the prompt when there is no chat template
+    system_prompt: str | None = None  # a system turn of our own (None: the template's default, if any)
+    images_before_text: bool = True  # where the images go in the user turn
+    processor_kwargs: dict[str, Any] = field(default_factory=dict)  # over the checkpoint's saved settings
+    source: str = "the checkpoint's chat template (transformers' documented usage)"
+
+    def fingerprint(self) -> str:
+        """A short hash of everything here that changes answers."""
+        settings = {k: v for k, v in asdict(self).items() if k != "source"}
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+
+
+DEFAULT = Conventions()
+
+_TEMPLATE = "its chat template"
+FAMILIES: dict[str, Conventions] = {
+    # google/paligemma-3b-mix-224 has no chat template: its model card prompts the mix checkpoints with a
+    # task prefix ("caption en", "answer en <question>"); the processor adds the image tokens and BOS.
+    "paligemma": Conventions(chat_template=False, prompt_prefix="answer en ",
+                             source="google/paligemma-3b-mix-224's model card: the `answer en ` task prefix"),
+    # Qwen2-VL, Qwen2.5-VL, Qwen3-VL: the image budget is the checkpoint's preprocessor_config.json (for
+    # Qwen2/2.5-VL min_pixels 3136 = 4 x 28 x 28, max_pixels 12845056 = 16384 x 28 x 28), what the model cards'
+    # `AutoProcessor.from_pretrained(...)` uses; pass `max_pixels` to the processor to change it.
+    "qwen2_vl": Conventions(source="Qwen/Qwen2-VL-7B-Instruct: " + _TEMPLATE + " (its default system turn "
+                                   "'You are a helpful assistant.'), its preprocessor_config.json image budget"),
+    "qwen2_5_vl": Conventions(source="Qwen/Qwen2.5-VL-7B-Instruct: " + _TEMPLATE + " (its default system turn), "
+                                     "its preprocessor_config.json image budget"),
+    "qwen3_vl": Conventions(source="Qwen/Qwen3-VL-8B-Instruct: " + _TEMPLATE + ", its image budget"),
+    "llava": Conventions(source="llava-hf/llava-1.5-7b-hf: " + _TEMPLATE),
+    "llava_next": Conventions(source="llava-hf/llava-v1.6-mistral-7b-hf: " + _TEMPLATE + ", its grid pinpoints"),
+    "llava_onevision": Conventions(source="llava-hf/llava-onevision-qwen2-7b-ov-hf: " + _TEMPLATE),
+    "idefics2": Conventions(source="HuggingFaceM4/idefics2-8b: " + _TEMPLATE + ", its image splitting setting"),
+    "idefics3": Conventions(source="HuggingFaceM4/Idefics3-8B-Llama3, HuggingFaceTB/SmolVLM-Instruct: "
+                                   + _TEMPLATE + " (it writes the BOS itself)"),
+    "smolvlm": Conventions(source="HuggingFaceTB/SmolVLM2-2.2B-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
+    "gemma3": Conventions(source="google/gemma-3-4b-it: " + _TEMPLATE + " (it writes the BOS; a system turn "
+                                 "opens the first user turn)"),
+    "internvl": Conventions(source="OpenGVLab/InternVL3-1B-hf: " + _TEMPLATE),
+    "mllama": Conventions(source="meta-llama/Llama-3.2-11B-Vision-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
+}
+
+
+def conventions_for(model_type: str | None) -> Conventions:
+    """The conventions of a `model_type` (the default for families not listed)."""
+    return FAMILIES.get(model_type or "", DEFAULT)
+
+
+def folder_model_type(folder: Path) -> str | None:
+    """The `model_type` of a model folder's config.json (None when it has none)."""
+    try:
+        value = json.loads((folder / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
