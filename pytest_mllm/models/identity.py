@@ -33,11 +33,11 @@ def folder_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def hub_commit(repo_id: str) -> str | None:
-    """The commit of the cached snapshot `repo_id` resolves to, if it is in the hub cache."""
+def hub_commit(repo_id: str, revision: str | None = None) -> str | None:
+    """The commit of the cached snapshot `repo_id` (at `revision`, default main) resolves to, if cached."""
     from huggingface_hub import try_to_load_from_cache
 
-    cached = try_to_load_from_cache(repo_id, "config.json")
+    cached = try_to_load_from_cache(repo_id, "config.json", revision=revision)
     if not isinstance(cached, str):
         return None
     snapshot = Path(cached).parent
@@ -49,9 +49,10 @@ def looks_like_path(source: str) -> bool:
     return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).exists()
 
 
-def hf_identity(source: str, name: str) -> str:
-    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot, else the source."""
+def hf_identity(source: str, name: str, revision: str | None = None) -> str:
+    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot (at `revision`),
+    else the source (with its revision)."""
     if looks_like_path(source):
         return f"{name}@sha256:{folder_digest(Path(source).expanduser())[:16]}"
-    commit = hub_commit(source)
-    return f"{name}@{commit}" if commit else source
+    commit = hub_commit(source, revision)
+    return f"{name}@{commit}" if commit else f"{source}@{revision}" if revision else source
