@@ -78,9 +78,10 @@ class Evaluation:
 
     def __init__(self, settings: EvaluationSettings, *,
                  make_model: Callable[[], Model | None] = lambda: None,
-                 on_load: Callable[[str, float | None], None] = lambda name, seconds: None) -> None:
+                 on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
         """`make_model` may supply the model under test (a conftest hook); None leaves it to the registry.
-        `on_load` is told (name, None) as the model starts loading and (name, seconds) once it has."""
+        `on_load` is told (name, None, None) as the model starts loading and (name, seconds, where its weights
+        went, if the model says) once it has."""
         self.settings = settings
         self._make_user_model = make_model
         self.cache = self._open_cache()

@@ -82,9 +82,10 @@ class Evaluator:
                  settings: dict[str, Any] | None = None,
                  judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False,
                  extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None,
-                 on_load: Callable[[str, float | None], None] = lambda name, seconds: None) -> None:
+                 on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
         self._model_factory = model_factory
-        self._on_load = on_load  # told (name, None) as the model starts loading, (name, seconds) once loaded
+        # told (name, None, None) as the model starts loading, (name, seconds, where its weights went) once loaded
+        self._on_load = on_load
         self.max_new_tokens = max_new_tokens  # --mllm-max-new-tokens: every spec's limit overridden (None: the spec's)
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
@@ -107,14 +108,14 @@ class Evaluator:
         if self._model is None:
             if self._load_error is not None:
                 raise self._load_error
-            self._on_load(self.model_name, None)
+            self._on_load(self.model_name, None, None)
             start = time.perf_counter()
             try:
                 self._model = self._model_factory()
             except Exception as exc:
                 self._load_error = ModelLoadError(f"{LOAD_FAILED}{exc}")
                 raise self._load_error from exc
-            self._on_load(self.model_name, time.perf_counter() - start)
+            self._on_load(self.model_name, time.perf_counter() - start, getattr(self._model, "placement", None))
         return self._model
 
     @property

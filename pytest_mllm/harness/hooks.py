@@ -134,9 +134,10 @@ class MllmHooks:
             report.mllm_tp = item.result_json()
             report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
         if isinstance(item, SampleItem) and call.when == "call" and item.records:
-            load_s = self.load_report.take_load_time()  # the model's load is not this sample's time
-            if load_s:
-                report.mllm_load = {"model": self.evaluation.settings.model, "seconds": load_s}
+            load = self.load_report.take_load()  # the model's load is not this sample's time
+            load_s = load["seconds"] if load else 0.0
+            if load:
+                report.mllm_load = load
             for record in item.records:
                 record["duration_s"] = round(max(report.duration - load_s, 0.0) / len(item.records), 6)
             self.load_report.stop_on_failure(item.session, item.records)
@@ -205,7 +206,7 @@ class MllmHooks:
             return
         load = getattr(report, "mllm_load", None)
         if load and getattr(report, "node", None) is not None:  # a worker loaded the model
-            self.load_report.loaded(load["model"], load["seconds"], report.node.gateway.id)
+            self.load_report.loaded(load, report.node.gateway.id)
         spec_path = Path(report.mllm_spec) if hasattr(report, "mllm_spec") else None
         self.evaluation.gather(_records_of(report), spec_path)
         if getattr(report, "mllm_tp", None):

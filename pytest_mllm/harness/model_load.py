@@ -20,26 +20,27 @@ class ModelLoadReport:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.worker = getattr(config, "workerinput", {}).get("workerid")
-        self.pending_s = 0.0  # load time not yet taken out of a test's duration
+        self.pending: dict[str, Any] | None = None  # a load not yet taken out of a test's duration
         self.loads: list[dict[str, Any]] = []  # the controller's: where and how long each load took
 
-    def __call__(self, name: str, seconds: float | None) -> None:
+    def __call__(self, name: str, seconds: float | None, where: str | None) -> None:
         if seconds is None:
             self._say(f"loading {name} …")
             return
-        self.pending_s += seconds
+        self.pending = {"model": name, "seconds": round(seconds, 3), "placement": where}
         if self.worker is None:
-            self.loaded(name, seconds, None)
+            self.loaded(self.pending, None)
 
-    def loaded(self, name: str, seconds: float, worker: str | None) -> None:
+    def loaded(self, load: dict[str, Any], worker: str | None) -> None:
         """A load finished here or in an xdist worker: noted for the results and said on the terminal."""
-        self.loads.append({"model": name, "seconds": round(seconds, 3), "worker": worker})
-        self._say(f"{f'[{worker}] ' if worker else ''}loaded {name} in {seconds:.1f} s")
+        self.loads.append({**load, "worker": worker})
+        where = f" ({load['placement']})" if load.get("placement") else ""
+        self._say(f"{f'[{worker}] ' if worker else ''}loaded {load['model']} in {load['seconds']:.1f} s{where}")
 
-    def take_load_time(self) -> float:
-        """The load time the test that just ran spent (0.0 for every later test)."""
-        seconds, self.pending_s = self.pending_s, 0.0
-        return seconds
+    def take_load(self) -> dict[str, Any] | None:
+        """The load the test that just ran did, if it did (None for every later test)."""
+        load, self.pending = self.pending, None
+        return load
 
     def stop_on_failure(self, session: pytest.Session, records: list[Record]) -> None:
         """A sample the model could not be loaded for stops the run (an xdist worker tells the controller)."""

@@ -158,6 +158,18 @@ class HFModel:
                 "copy it from the base model's repository."
             )
 
+    @property
+    def placement(self) -> str:
+        """Where the weights are: one device, or how many modules accelerate put on each."""
+        device_map = getattr(self.model, "hf_device_map", None)
+        if not device_map:
+            return str(self.device)
+        counts: dict[str, int] = {}
+        for where in device_map.values():
+            name = f"cuda:{where}" if isinstance(where, int) else str(where)
+            counts[name] = counts.get(name, 0) + 1
+        return ", ".join(f"{name}: {n} module{'s' if n != 1 else ''}" for name, n in counts.items())
+
     @cached_property
     def identity(self) -> str:
         """The model's name plus a content hash (local folder) or commit (hub id)."""

@@ -134,6 +134,5 @@ def check_processor_keys(keys: Iterable[str], accepted: Iterable[str], processor
             continue
         close = difflib.get_close_matches(key, [*accepted, *LOADING_KEYS], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ModelArgsError(
-            f"{source}: {key!r} is neither a loading argument ({', '.join(LOADING_KEYS)}) nor a setting of "
-            f"{processor_name}{hint}")
+        raise ModelArgsError(f"{source}: {key!r} is neither a loading argument nor a setting of {processor_name}"
+                             f"{hint} (loading arguments: {', '.join(LOADING_KEYS)})")
