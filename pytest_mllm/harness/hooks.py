@@ -248,7 +248,8 @@ class MllmHooks:
         gates = self.options.gates
         return {**self.evaluation.describe(), "benchmarks": [str(p) for p in self.options.benchmarks],
                 "strict": self.strict, "few_deselected": self.few_deselected,
-                "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None,
+                "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates],
+                "baseline": str(gates.baseline) if gates.baseline else None,
                 **({"shard": {"index": self.options.shard[0], "count": self.options.shard[1],
                               "expected_records": self.shard_expected}} if self.options.shard else {})}
 
