@@ -79,8 +79,11 @@ class Evaluation:
     """One run's evaluation, per process: models and caches are built on first use."""
 
     def __init__(self, settings: EvaluationSettings, *,
-                 make_model: Callable[[], Model | None] = lambda: None) -> None:
-        """`make_model` may supply the model under test (a conftest hook); None leaves it to the registry."""
+                 make_model: Callable[[], Model | None] = lambda: None,
+                 on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
+        """`make_model` may supply the model under test (a conftest hook); None leaves it to the registry.
+        `on_load` is told (name, None, None) as the model starts loading and (name, seconds, where its weights
+        went, if the model says) once it has."""
         self.settings = settings
         self._make_user_model = make_model
         self.turn = Turn()  # held by each answer of an `AnswerPipeline` (a served model's requests in flight)
@@ -88,11 +91,10 @@ class Evaluation:
         self.evaluator = Evaluator(
             self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
             identity_factory=self._model_identity,
-            settings={"device": _resolved_device(settings.hf_options.get("device", "auto")),
-                      "dtype": settings.hf_options.get("dtype", "auto"), "decoding": "greedy"},
+            settings=_answer_settings(settings.hf_options),
             judge_factory=self._make_judge if settings.judge else None, withhold_images=settings.no_image,
             extractor_factory=self._make_choice_extractor if settings.judge else None,
-            max_new_tokens=settings.max_new_tokens)
+            max_new_tokens=settings.max_new_tokens, on_load=on_load)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
         self.prompts: PromptsFile | None = self._read_prompts()
         self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
@@ -134,7 +136,9 @@ class Evaluation:
     def _model_identity(self) -> str | None:
         from pytest_mllm.models.registry import model_identity
 
-        identity = model_identity(self.settings.model)
+        model_args = self.settings.hf_options.get("model_args")
+        revision = model_args.loading.get("revision") if model_args else None
+        identity = model_identity(self.settings.model, revision)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
     def _make_judge(self) -> Any:
@@ -302,8 +306,10 @@ class Evaluation:
     def describe(self) -> dict[str, Any]:
         """The settings that shaped the answers, for the results file."""
         s = self.settings
+        model_args = s.hf_options.get("model_args")
         return {
             "model": s.model, "batch_size": s.batch_size, "cache": s.cache_mode,
+            "model_args": {**model_args.loading, **model_args.processor} if model_args else {},
             "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             "prompts": str(s.prompts_path) if s.prompts_path else None,
@@ -319,3 +325,13 @@ def _resolved_device(device: str) -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     has_gpu = gpus.is_dir() and any(gpus.iterdir()) and visible not in ("", "-1")
     return "cuda" if has_gpu else "cpu"
+
+
+def _answer_settings(hf_options: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a transformers model's answers besides its identity: device, dtype, greedy decoding,
+    and the --mllm-model-args that change answers (they key the cache; placement does not)."""
+    model_args = hf_options.get("model_args")
+    extra = model_args.answer_settings if model_args else {}
+    return {"device": _resolved_device(hf_options.get("device", "auto")),
+            "dtype": extra.pop("dtype", hf_options.get("dtype", "auto")), "decoding": "greedy",
+            **({"model_args": extra} if extra else {})}

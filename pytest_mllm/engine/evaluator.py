@@ -56,18 +56,21 @@ class ModelLoadError(RuntimeError):
     the others with a one-line pointer to that sample (`NOT_LOADED`)."""
 
 
+def is_load_failure(record: Record) -> bool:
+    """True for a sample left unanswered because the model could not be loaded."""
+    return record["status"] == "error" and (record["error"] or "").startswith((LOAD_FAILED, NOT_LOADED))
+
+
 def load_failure_line(records: Sequence[Record]) -> str | None:
-    """The terminal summary's line when the model could not be loaded: the reason, and how many
-    samples went unanswered (None when it loaded, or was never needed)."""
+    """The terminal summary's line when the model could not be loaded: the reason, once (None when it
+    loaded, or was never needed). The run stops at the first such sample."""
     first = next((r["error"] for r in records if r["status"] == "error" and (r["error"] or "").startswith(LOAD_FAILED)),
                  None)
     if first is None:
         return None
-    count = sum(1 for r in records if r["status"] == "error"
-                and (r["error"] or "").startswith((LOAD_FAILED, NOT_LOADED)))
     reason = " ".join(first[len(LOAD_FAILED):].split())
     reason = reason if len(reason) <= 300 else reason[:300] + " …"
-    return f"{LOAD_FAILED}{reason} ({count} sample{'s' if count != 1 else ''} not answered)"
+    return f"{LOAD_FAILED}{reason} (the run stopped at the first sample that needed it)"
 
 
 class Evaluator:
@@ -78,8 +81,11 @@ class Evaluator:
                  identity_factory: Callable[[], str | None] = lambda: None,
                  settings: dict[str, Any] | None = None,
                  judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False,
-                 extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None) -> None:
+                 extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None,
+                 on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
         self._model_factory = model_factory
+        # told (name, None, None) as the model starts loading, (name, seconds, where its weights went) once loaded
+        self._on_load = on_load
         self.max_new_tokens = max_new_tokens  # --mllm-max-new-tokens: every spec's limit overridden (None: the spec's)
         self._model: Model | None = None
         self._load_error: ModelLoadError | None = None
@@ -102,11 +108,14 @@ class Evaluator:
         if self._model is None:
             if self._load_error is not None:
                 raise self._load_error
+            self._on_load(self.model_name, None, None)
+            start = time.perf_counter()
             try:
                 self._model = self._model_factory()
             except Exception as exc:
                 self._load_error = ModelLoadError(f"{LOAD_FAILED}{exc}")
                 raise self._load_error from exc
+            self._on_load(self.model_name, time.perf_counter() - start, getattr(self._model, "placement", None))
         return self._model
 
     @property

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from pytest_mllm import record as records
+from pytest_mllm.engine.evaluator import load_failure_line
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
 from pytest_mllm.harness.log_capture import SampleLogCapture
+from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
@@ -28,8 +30,10 @@ from pytest_mllm.scoring.gates import Verdict
 class MllmHooks:
     """The hooks of one run: collection, batched answers, records across xdist, scores and gates."""
 
-    def __init__(self, config: pytest.Config, options: Options, evaluation: Evaluation) -> None:
+    def __init__(self, config: pytest.Config, options: Options, evaluation: Evaluation,
+                 load_report: ModelLoadReport) -> None:
         self.config = config
+        self.load_report = load_report
         self.options = options
         self.evaluation = evaluation
         self.strict = options.strict
@@ -135,8 +139,13 @@ class MllmHooks:
             report.mllm_tp = item.result_json()
             report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
         if isinstance(item, SampleItem) and call.when == "call" and item.records:
+            load = self.load_report.take_load()  # the model's load is not this sample's time
+            load_s = load["seconds"] if load else 0.0
+            if load:
+                report.mllm_load = load
             for record in item.records:
-                record["duration_s"] = round(report.duration / len(item.records), 6)
+                record["duration_s"] = round(max(report.duration - load_s, 0.0) / len(item.records), 6)
+            self.load_report.stop_on_failure(item.session, item.records)
             # one JSON string crosses xdist fast; in this process the records ride as they are
             report.mllm_records = records.dumps(item.records) if self.is_worker else item.records
             report.mllm_spec = str(item.spec.path)
@@ -204,6 +213,9 @@ class MllmHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return
+        load = getattr(report, "mllm_load", None)
+        if load and getattr(report, "node", None) is not None:  # a worker loaded the model
+            self.load_report.loaded(load, report.node.gateway.id)
         spec_path = Path(report.mllm_spec) if hasattr(report, "mllm_spec") else None
         self.evaluation.gather(_records_of(report), spec_path)
         if getattr(report, "mllm_tp", None):
@@ -236,6 +248,8 @@ class MllmHooks:
         from pytest_mllm.harness.junit import write_to_junit
 
         write_to_junit(self.config, self.results, self.verdicts)
+        if load_failure_line([r for result in self.results.values() for r in result.records]):
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the model could not be loaded: nothing was evaluated
         outputs = self.options.outputs
         # Only the results JSON and the HTML report read the document: building it computes every metric's
         # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
@@ -253,7 +267,8 @@ class MllmHooks:
         gates = self.options.gates
         return {**self.evaluation.describe(), "benchmarks": [str(p) for p in self.options.benchmarks],
                 "strict": self.strict, "few_deselected": self.few_deselected,
-                "gates": [g.text for g in gates.gates], "baseline": str(gates.baseline) if gates.baseline else None,
+                "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates],
+                "baseline": str(gates.baseline) if gates.baseline else None,
                 **({"shard": {"index": self.options.shard[0], "count": self.options.shard[1],
                               "expected_records": self.shard_expected}} if self.options.shard else {})}
 
@@ -274,8 +289,6 @@ class MllmHooks:
         if self.results or self.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
             write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)
-        from pytest_mllm.engine.evaluator import load_failure_line
-
         failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
         if failed_load:  # once, with the count, instead of the same message under every sample
             terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)

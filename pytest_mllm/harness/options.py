@@ -17,6 +17,7 @@ import pytest
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
 from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
@@ -165,10 +166,16 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
     group.addoption("--mllm-trust-remote-code", action="store_true",
                     help="allow a transformers model to run code from its repository")
+    group.addoption("--mllm-model-args", action="append", metavar="KEY=VALUE,…",
+                    help="loading arguments for a transformers model and its processor, e.g. revision=main,"
+                         "attn_implementation=sdpa,device_map=auto,max_pixels=802816 (values in JSON where they "
+                         "parse; ini: mllm_model_args)")
     parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
     parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
     parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
     parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+    parser.addini("mllm_model_args", type="linelist", default=[],
+                  help="loading arguments for a transformers model and its processor (key=value, comma-separated)")
     parser.addini("mllm_max_new_tokens", default="", help="longest answer, overriding every spec's max_new_tokens")
     parser.addini("mllm_gate_skip_missing", type="bool", default=False,
                   help="a gate whose benchmark or task did not run is 'not run' instead of failed")
@@ -211,7 +218,8 @@ class Options:
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
             vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
-                        "trust_remote_code": opt("mllm_trust_remote_code")},
+                        "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
+                        "gpus_per_worker": opt("mllm_gpus_per_worker")},
             endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env")),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
@@ -229,6 +237,19 @@ class Options:
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
                    strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")),
                    in_run=in_run)
+
+
+def _model_args(config: pytest.Config) -> ModelArgs:
+    """--mllm-model-args (all of them), else ini mllm_model_args; checked for form and loading values."""
+    given = config.getoption("mllm_model_args")
+    source = "--mllm-model-args" if given else "mllm_model_args (ini)"
+    try:
+        model_args = parse_model_args(given or config.getini("mllm_model_args"), source)
+    except ModelArgsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if "dtype" in model_args.loading and config.getoption("mllm_dtype") != "auto":
+        raise pytest.UsageError(f"{source}: dtype is also given by --mllm-dtype; keep one of them")
+    return model_args
 
 
 def _max_new_tokens(config: pytest.Config) -> int | None:

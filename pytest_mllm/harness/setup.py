@@ -14,6 +14,7 @@ from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
 from pytest_mllm.harness.hooks import MllmHooks
 from pytest_mllm.harness.model_handle import ModelHandle
+from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.sample import Sample
@@ -25,7 +26,8 @@ def start_run(config: pytest.Config) -> None:
     model = options.evaluation.model
     if options.benchmarks and not model:
         raise pytest.UsageError("--mllm-bench needs a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
-    if not config.pluginmanager.hook.pytest_mllm_make_model.get_hookimpls():
+    own_models = bool(config.pluginmanager.hook.pytest_mllm_make_model.get_hookimpls())
+    if not own_models:
         from pytest_mllm.models.registry import known_names, recognizes
 
         if not recognizes(model):
@@ -37,13 +39,16 @@ def start_run(config: pytest.Config) -> None:
             check_recording(model.partition(":")[2])
         except ReplayFileError as exc:
             raise pytest.UsageError(f"--mllm={model}: {exc}") from None
+    if not hasattr(config, "workerinput") and not config.option.collectonly and not own_models:
+        check_model_available(model, options)
     bind_workers_to_gpus(config)
     lighter_exit()
     from pytest_mllm.tpeval.prompts_file import PromptsFileError
 
+    load_report = ModelLoadReport(config)
     try:
         evaluation = Evaluation(options.evaluation, make_model=lambda: config.hook.pytest_mllm_make_model(
-            spec=model, config=config))
+            spec=model, config=config), on_load=load_report)
     except PromptsFileError as exc:
         raise pytest.UsageError(str(exc)) from None
     except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
@@ -51,7 +56,7 @@ def start_run(config: pytest.Config) -> None:
                                 "pass --mllm-cache-dir=DIR (a writable folder) or --mllm-cache=off") from None
     if not hasattr(config, "workerinput"):  # the controller checks them, once
         _check_gate_paths(options, evaluation)
-    hooks = MllmHooks(config, options, evaluation)
+    hooks = MllmHooks(config, options, evaluation, load_report)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
     if importlib.util.find_spec("xdist") is not None:
@@ -93,6 +98,14 @@ def _check_gate_paths(options: Options, evaluation: Evaluation) -> None:
     if problems:
         raise pytest.UsageError("; ".join(problems) + " (pytest --mllm-list shows each bundled benchmark's metric "
                                 "paths)")
+def check_model_available(model: str, options: Options) -> None:
+    """The model can be had (packages, folder, endpoint): else one usage error with the fix, before any sample."""
+    from pytest_mllm.models.preflight import ModelUnavailable, check_model
+
+    try:
+        check_model(model, options.evaluation.endpoint, options.evaluation.hf_options.get("model_args"))
+    except ModelUnavailable as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def gpu_groups(config: pytest.Config) -> list[str]:

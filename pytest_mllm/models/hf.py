@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from transformers import AutoModelForImageTextToText
 
 from pytest_mllm.models.hf_inputs import load_conventions, load_processor, model_inputs
 from pytest_mllm.models.identity import hf_identity, looks_like_path
+from pytest_mllm.models.model_args import ModelArgs, check_processor_keys, max_memory_map
 from pytest_mllm.sample import Request, Response
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -45,6 +46,47 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
         raise ValueError(f"unknown dtype {dtype!r}: use auto, {', '.join(_DTYPES)}") from None
 
 
+def _placement(loading: dict[str, Any], device: torch.device, gpus_per_worker: int) -> dict[str, Any]:
+    """Where the weights go: `device_map` (with max_memory, offload_folder) when asked for, or "auto"
+    when the worker has several GPUs (--mllm-gpus-per-worker); empty for one device (moved with `.to`).
+    Takes the placement keys out of `loading`; bitsandbytes shorthands become a quantization config."""
+    placement = {key: loading.pop(key) for key in ("device_map", "max_memory", "offload_folder") if key in loading}
+    if "max_memory" in placement:
+        placement["max_memory"] = max_memory_map(placement["max_memory"])
+    if "device_map" not in placement and device.type == "cuda" and gpus_per_worker > 1:
+        placement["device_map"] = "auto"
+    if ("max_memory" in placement or "offload_folder" in placement) and "device_map" not in placement:
+        placement["device_map"] = "auto"
+    bits = {key: loading.pop(key) for key in ("load_in_4bit", "load_in_8bit") if key in loading}
+    if any(bits.values()):
+        from transformers import BitsAndBytesConfig
+
+        loading["quantization_config"] = BitsAndBytesConfig(**bits)
+    return placement
+
+
+def execution_device(model: Any) -> torch.device:
+    """The device an accelerate-placed model takes its inputs on: the first accelerator in its device
+    map, else the CPU (weights offloaded to disk run on the CPU)."""
+    for where in getattr(model, "hf_device_map", {}).values():
+        if where not in ("cpu", "disk"):
+            return torch.device(where) if isinstance(where, str) else torch.device("cuda", where)
+    return torch.device("cpu")
+
+
+def accepted_processor_settings(processor: Any) -> set[str]:
+    """Settings a processor takes at `from_pretrained`: its own constructor's and its image processor's."""
+    import inspect
+
+    accepted = set(inspect.signature(type(processor).__init__).parameters) - {"self", "args", "kwargs"}
+    image_processor = getattr(processor, "image_processor", None)
+    if image_processor is not None:
+        accepted |= set(image_processor.to_dict())
+        for klass in getattr(type(image_processor), "valid_kwargs", dict).__mro__:
+            accepted |= set(getattr(klass, "__annotations__", {}))
+    return accepted
+
+
 class HFModel:
     """A transformers image-text-to-text model (local folder or hub repo id) as a `Model`."""
 
@@ -59,11 +101,15 @@ class HFModel:
         dtype: str = "auto",
         trust_remote_code: bool = False,
         num_threads: int | None = None,
+        model_args: ModelArgs | None = None,
+        gpus_per_worker: int = 1,
     ) -> None:
         self.source = source
         self.name = name or source
+        self.model_args = model_args or ModelArgs()
+        loading = dict(self.model_args.loading)
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
+        self.dtype = resolve_dtype(loading.pop("dtype", dtype), self.device)
         if num_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(num_threads)
         location = Path(source).expanduser() if looks_like_path(source) else None
@@ -73,13 +119,17 @@ class HFModel:
                 "folder as hf:/path/to/folder, or a hub repo id as hf:owner/name"
             )
         target = str(location) if location is not None else source
+        placement = _placement(loading, self.device, gpus_per_worker)
         try:
             self.conventions = load_conventions(target, trust_remote_code=trust_remote_code)
-            self.processor = load_processor(target, trust_remote_code=trust_remote_code,
-                                            processor_kwargs=self.conventions.processor_kwargs)
+            files = {k: v for k, v in loading.items() if k in ("revision", "subfolder")}
+            self.processor = load_processor(target, trust_remote_code=trust_remote_code, processor_kwargs={
+                **self.conventions.processor_kwargs, **files, **self.model_args.processor})
+            check_processor_keys(self.model_args.processor, accepted_processor_settings(self.processor),
+                                 type(self.processor).__name__)
             self._check_chat_template(target)
             self.model = AutoModelForImageTextToText.from_pretrained(
-                target, dtype=self.dtype, trust_remote_code=trust_remote_code
+                target, dtype=self.dtype, trust_remote_code=trust_remote_code, **loading, **placement
             )
         except OSError as e:
             hint = (
@@ -89,7 +139,11 @@ class HFModel:
                 f"first (e.g. `hf download {source}`)."
             )
             raise OSError(f"could not load model {source!r}: {e}\n{hint}") from e
-        self.model.to(self.device).eval()
+        if "device_map" in placement:  # accelerate placed the weights: inputs go where the first layers are
+            self.device = execution_device(self.model)
+        else:
+            self.model.to(self.device)
+        self.model.eval()
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -105,10 +159,23 @@ class HFModel:
                 "copy it from the base model's repository."
             )
 
+    @property
+    def placement(self) -> str:
+        """Where the weights are: one device, or how many modules accelerate put on each."""
+        device_map = getattr(self.model, "hf_device_map", None)
+        if not device_map:
+            return str(self.device)
+        counts: dict[str, int] = {}
+        for where in device_map.values():
+            name = f"cuda:{where}" if isinstance(where, int) else str(where)
+            counts[name] = counts.get(name, 0) + 1
+        return ", ".join(f"{name}: {n} module{'s' if n != 1 else ''}" for name, n in counts.items())
+
     @cached_property
     def identity(self) -> str:
         """The model's name plus a content hash (local folder) or commit (hub id), and the family's conventions."""
-        return hf_identity(str(self._folder) if self._folder is not None else self.source, self.name)
+        return hf_identity(str(self._folder) if self._folder is not None else self.source, self.name,
+                           self.model_args.loading.get("revision"))
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Answer all requests in one left-padded, greedy `generate` call."""

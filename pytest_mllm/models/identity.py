@@ -33,9 +33,9 @@ def folder_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def hub_commit(repo_id: str) -> str | None:
-    """The commit of the cached snapshot `repo_id` resolves to, if it is in the hub cache."""
-    cached = try_cached(repo_id, "config.json")
+def hub_commit(repo_id: str, revision: str | None = None) -> str | None:
+    """The commit of the cached snapshot `repo_id` (at `revision`, default main) resolves to, if cached."""
+    cached = try_cached(repo_id, "config.json", revision)
     if not isinstance(cached, str):
         return None
     snapshot = Path(cached).parent
@@ -47,24 +47,25 @@ def looks_like_path(source: str) -> bool:
     return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).exists()
 
 
-def hf_identity(source: str, name: str) -> str:
-    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot, else the source;
-    `+conventions:…` after it when the family is prompted other than by default (models/families.py)."""
+def hf_identity(source: str, name: str, revision: str | None = None) -> str:
+    """`name@sha256:…` for a local folder, `name@<commit>` for a cached hub snapshot (at `revision`), else
+    the source (with its revision); `+conventions:…` after it when the family is prompted other than by
+    default (models/families.py)."""
     if looks_like_path(source):
         folder = Path(source).expanduser()
         return f"{name}@sha256:{folder_digest(folder)[:16]}{_conventions_tag(folder)}"
-    commit = hub_commit(source)
+    commit = hub_commit(source, revision)
     if not commit:
-        return source
-    snapshot = Path(str(try_cached(source, "config.json"))).parent
+        return f"{source}@{revision}" if revision else source
+    snapshot = Path(str(try_cached(source, "config.json", revision))).parent
     return f"{name}@{commit}{_conventions_tag(snapshot)}"
 
 
-def try_cached(repo_id: str, filename: str) -> object:
-    """The hub cache's answer for one file of `repo_id` (a path string when it is cached)."""
+def try_cached(repo_id: str, filename: str, revision: str | None = None) -> object:
+    """The hub cache's answer for one file of `repo_id` at `revision` (a path string when it is cached)."""
     from huggingface_hub import try_to_load_from_cache
 
-    return try_to_load_from_cache(repo_id, filename)
+    return try_to_load_from_cache(repo_id, filename, revision=revision)
 
 
 def _conventions_tag(folder: Path) -> str:

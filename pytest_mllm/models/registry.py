@@ -71,17 +71,18 @@ def recognizes(spec: str) -> bool:
             or is_shapes_llava(spec) or kind in _entry_points())
 
 
-def model_identity(spec: str) -> str | None:
+def model_identity(spec: str, revision: str | None = None) -> str | None:
     """The identity answers of a built-in model are cached under, computed without loading it.
 
     None for models not worth caching (baselines, replay), for forms built elsewhere, and for served
-    models, whose identity includes what their server says of them.
+    models, whose identity includes what their server says of them. `revision` (--mllm-model-args) picks
+    the hub snapshot of an `hf:` repo id or an alias.
     """
     from pytest_mllm.models.identity import hf_identity
 
     kind, _, arg = spec.partition(":")
     if kind == "hf" and arg:
-        return hf_identity(arg, spec)
+        return hf_identity(arg, spec, revision)
     if spec == "tiny-llava":
         from pytest_mllm.models.tiny import ensure_tiny_llava
 
@@ -91,7 +92,7 @@ def model_identity(spec: str) -> str | None:
 
         return hf_identity(str(shapes_llava_folder(spec)), spec)
     if spec in ALIASES:
-        return hf_identity(ALIASES[spec], spec)
+        return hf_identity(ALIASES[spec], spec, revision)
     return None  # openai:<model>: what its server says of it is asked when it loads (`OpenAIModel.identity`)
 
 

@@ -103,15 +103,3 @@ def test_a_model_crash_is_an_error_with_its_traceback(pytester: pytest.Pytester)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*model error: Traceback*", "*RuntimeError: CUDA kernel exploded*",
                                  "*1 passed, 356 deselected, 1 error, 2 incorrect*"])
-
-
-def test_a_model_that_cannot_load_errors_every_sample_once_each(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--mllm=hf:{pytester.path / 'no-such-model'}",
-                                "--mllm-bench=shapes", "-k", "existence and img_00")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    # Reported once: the first sample carries the reason, the others point to it, the summary counts them.
-    lines = result.stdout.lines
-    assert sum(line.startswith("the model could not be loaded:") for line in lines) == 1, lines
-    assert lines.count("model not loaded (see shapes::existence::img_000.png::q1)") == 19, lines
-    result.stdout.fnmatch_lines(["pytest-mllm: the model could not be loaded:*no-such-model*(20 samples not answered)",
-                                 "*20 error*"])

@@ -234,7 +234,7 @@ def test_multi_image_rows_choices_hint_task_and_category_columns(tmp_path: Path)
              "A": "yes", "B": "no", "C": "maybe", "answer": "D", "images": [{"bytes": png(), "path": None}]},
             {"qid": 3, "subtask": "count", "domain": "perception", "question": "How many?", "hint": None,
              "A": "1", "B": "2", "C": None, "answer": "A", "images": []}]
-    path = write(tmp_path / "test.parquet", data, schema)
+    write(tmp_path / "test.parquet", data, schema)
     columns = {"id": "qid", "task": "subtask", "category": "domain", "hint": "hint", "choices": ["A", "B", "C"],
                "image": "images"}
     samples = load_samples(spec(tmp_path, columns=columns), tmp_path)

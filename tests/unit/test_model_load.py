@@ -1,5 +1,5 @@
 """A model that fails to load is reported once: the first sample errors with the reason, the others
-point to it, and `load_failure_line` counts them for the terminal summary."""
+point to it, and `load_failure_line` gives the terminal summary's line (the run stops there)."""
 
 from __future__ import annotations
 
@@ -25,5 +25,5 @@ def test_a_failed_load_is_reported_once_and_counted() -> None:
     assert records[0]["error"] == "the model could not be loaded: weights.safetensors is truncated\n(at byte 1234)"
     assert [r["error"] for r in records[1:]] == [f"model not loaded (see {first})"] * 4
     assert load_failure_line(records) == ("the model could not be loaded: weights.safetensors is truncated "
-                                          "(at byte 1234) (5 samples not answered)")
+                                          "(at byte 1234) (the run stopped at the first sample that needed it)")
     assert load_failure_line([{**records[1], "error": "image error: gone"}]) is None  # type: ignore[list-item]

@@ -1,0 +1,105 @@
+"""Before any sample: can the model under test be had at all? Cheap checks, no weights loaded.
+
+A missing package, a model folder that is not there or holds no model, a hub model that is not
+downloaded on an offline machine, an endpoint no replica of which accepts a connection: each is one
+`ModelUnavailable` whose message says what is wrong and how to fix it, instead of an error per
+sample. What only loading can show (a corrupt weights file) stops the run at the first load
+(`engine/evaluator.py`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import sys
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_mllm.models.registry import ALIASES
+from pytest_mllm.models.shapes_llava import is_shapes_llava
+
+if TYPE_CHECKING:
+    from pytest_mllm.engine.endpoint import Endpoint
+    from pytest_mllm.models.model_args import ModelArgs
+
+HF_PACKAGES = ("torch", "transformers")
+CONNECT_TIMEOUT_S = 3.0
+
+
+class ModelUnavailable(Exception):
+    """The model under test cannot be loaded or reached; the message holds the reason and the fix."""
+
+
+def transformers_source(spec: str) -> str | None:
+    """The folder or hub id a transformers model spec loads from (None: not a transformers model)."""
+    kind, _, arg = spec.partition(":")
+    if kind == "hf" and arg:
+        return arg
+    if spec in ALIASES:
+        return ALIASES[spec]
+    if spec == "tiny-llava" or is_shapes_llava(spec):
+        return ""  # built or shipped by the package
+    return None
+
+
+def check_model(spec: str, endpoint: Endpoint, model_args: ModelArgs | None = None) -> None:
+    """Raise `ModelUnavailable` when the model named by `spec` surely cannot be used."""
+    source = transformers_source(spec)
+    if source is not None:
+        _check_packages(spec, HF_PACKAGES, "pip install 'pytest-mllm[hf]' (on a GPU machine, install your CUDA "
+                                           "build of torch first)")
+        if source:
+            _check_transformers_source(spec, source, model_args)
+        return
+    if model_args:
+        raise ModelUnavailable(f"--mllm-model-args applies to transformers models (an alias, hf:…, tiny-llava, "
+                               f"shapes-llava), not to --mllm={spec}")
+    if spec.startswith("openai:"):
+        _check_endpoint(spec, endpoint)
+
+
+def _check_packages(spec: str, packages: tuple[str, ...], fix: str) -> None:
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelUnavailable(f"--mllm={spec} needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'}"
+                               f" not installed in this Python ({sys.executable}): {fix}")
+
+
+def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | None) -> None:
+    from pytest_mllm.models.identity import looks_like_path
+
+    if looks_like_path(source):
+        folder = Path(source).expanduser()
+        if not folder.is_dir():
+            raise ModelUnavailable(f"--mllm={spec}: the model folder {folder} does not exist; pass the folder that "
+                                   "save_pretrained() wrote (hf:/path/to/folder), or a hub repo id (hf:owner/name)")
+        subfolder = (model_args.loading.get("subfolder") if model_args else None) or ""
+        if not (folder / subfolder / "config.json").is_file():
+            raise ModelUnavailable(f"--mllm={spec}: {folder / subfolder} holds no config.json, so it is not a "
+                                   "transformers model folder; pass the folder that save_pretrained() wrote")
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        from pytest_mllm.models.identity import hub_commit
+
+        revision = model_args.loading.get("revision") if model_args else None
+        if hub_commit(source, revision) is None:
+            raise ModelUnavailable(f"--mllm={spec}: {source} is not in the Hugging Face cache and HF_HUB_OFFLINE is "
+                                   f"set; download it first (`hf download {source}`), or pass a local folder "
+                                   "with hf:/path/to/folder")
+
+
+def _check_endpoint(spec: str, endpoint: Endpoint) -> None:
+    """At least one replica must accept a TCP connection (what it answers is the client's business)."""
+    failures = []
+    for url in endpoint.urls:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
+                return
+        except OSError as exc:
+            failures.append(f"{url}: {exc.strerror or exc}")
+    raise ModelUnavailable(f"--mllm={spec}: cannot reach the endpoint ({'; '.join(failures)}); start the server, "
+                           "or point --mllm-base-url (or $OPENAI_BASE_URL) at it")
