@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_mllm import record as records
+from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
@@ -19,6 +20,7 @@ from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
 from pytest_mllm.record import Record
+from pytest_mllm.report.output_paths import OutputError, OutputWriteError
 from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.scoring.gates import Verdict
@@ -43,6 +45,7 @@ class MllmHooks:
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self._plan_printed = False
+        self.write_failure = ""  # why an output could not be written at the end
 
     def record_for(self, item: pytest.Item) -> Record:
         return self.batches.record_for(item)  # type: ignore[arg-type]
@@ -184,7 +187,7 @@ class MllmHooks:
                 return None
         task = sample_id.split("::")[0] if "::" in sample_id else spec.name
         try:
-            known = {s.id: (order, s) for order, s in enumerate(self.evaluation.samples_for(spec))}
+            known = {printable(s.id): (order, s) for order, s in enumerate(self.evaluation.samples_for(spec))}
         except Exception:  # noqa: BLE001 - the crash report is still made, with less detail
             known = {}
         order, found = known.get(sample_id, (len(known), None))
@@ -228,7 +231,11 @@ class MllmHooks:
         # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
         needed = outputs.json_path is not None or outputs.html_path is not None
         document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
-        self.written = outputs.write(document, self.results)
+        try:
+            self.written = outputs.write(document, self.results)
+        except (OutputWriteError, OutputError) as exc:  # a full disk, a folder gone: one line, not a traceback
+            self.write_failure = f"pytest-mllm: error: {exc}"
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def _settings(self) -> dict[str, Any]:
         gates = self.options.gates
@@ -260,6 +267,8 @@ class MllmHooks:
         failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
         if failed_load:  # once, with the count, instead of the same message under every sample
             terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)
+        if self.write_failure:
+            terminalreporter.write_line(self.write_failure, red=True, bold=True)
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

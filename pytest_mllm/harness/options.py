@@ -5,6 +5,7 @@ Every problem is a `pytest.UsageError` naming the option before anything runs.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
-from pytest_mllm.engine.spec import SpecError, find_spec
+from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.report.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
@@ -205,8 +207,15 @@ class Options:
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
         if not hasattr(config, "workerinput"):  # the controller writes them
+            from pytest_mllm.harness.run_inputs import run_inputs
+
+            inputs = run_inputs([*benchmarks, *(in_run or {}).values()], data, model=opt("mllm") or "", files={
+                "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
+                "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
+                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
             try:
-                outputs.check()
+                outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
+                              if evaluation.optimize else ())
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
@@ -226,8 +235,8 @@ def _max_new_tokens(config: pytest.Config) -> int | None:
             value = int(raw)
         except ValueError:
             raise pytest.UsageError(f"{source} must be a whole number of tokens, at least 1, got {raw!r}") from None
-    if value < 1:
-        raise pytest.UsageError(f"{source} must be at least 1, got {value}")
+    if not 1 <= value <= MAX_NEW_TOKENS:
+        raise pytest.UsageError(f"{source} must be from 1 to {MAX_NEW_TOKENS} tokens, got {value}")
     return value
 
 
@@ -262,19 +271,28 @@ def _gates(config: pytest.Config) -> GateSettings:
                         skip_missing=bool(config.getini("mllm_gate_skip_missing") if skip is None else skip))
 
 
-_RANGES = (  # option, lowest value, what it is
-    ("mllm_batch_size", 1, "at least 1"), ("mllm_max_image_pixels", 1, "a number of pixels, at least 1"),
-    ("mllm_show_incorrect", 0, "0 or more"), ("mllm_vrp_examples", 1, "at least 1"),
-    ("mllm_judge_max_tokens", 1, "at least 1"), ("mllm_optimizer_max_tokens", 1, "at least 1"),
-    ("mllm_gpus_per_worker", 1, "at least 1"), ("mllm_judge_temperature", 0, "0 or more"),
+_RANGES = (  # option, lowest value, highest value, what it is
+    ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
+    ("mllm_show_incorrect", 0, None, "0 or more"), ("mllm_vrp_examples", 1, 1 << 20, "at least 1"),
+    ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
+    ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
+    ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
+    ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
+    ("mllm_concurrency", 1, 1 << 12, "1 or more"),
 )
 
 
 def _check_ranges(config: pytest.Config) -> None:
-    for name, lowest, wanted in _RANGES:
+    """Every numeric option within its bounds, and a number (not nan, not inf)."""
+    for name, lowest, highest, wanted in _RANGES:
         value = config.getoption(name)
-        if value is not None and value < lowest:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {value}")
+        if value is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if not math.isfinite(value) or value < lowest or (name == "mllm_timeout" and value == 0):
+            raise pytest.UsageError(f"{flag} must be {wanted}, got {value}")
+        if highest is not None and value > highest:
+            raise pytest.UsageError(f"{flag} must be at most {highest}, got {value}")
 
 
 def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[str, Path] | None:

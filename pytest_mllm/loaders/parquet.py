@@ -137,6 +137,8 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
     """The YAML front matter of a dataset card (an empty mapping when there is none)."""
     import yaml
 
+    from pytest_mllm.safe_yaml import load_yaml
+
     try:
         text = readme.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -145,7 +147,7 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
     if not match:
         return {}
     try:
-        data = yaml.safe_load(match.group(1))
+        data = load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise SpecError(f"{readme}: the YAML front matter is not valid YAML: {exc}") from None
     return data if isinstance(data, dict) else {}

@@ -63,7 +63,11 @@ class ReplayModel:
         self._row_problems: dict[int, str] = {}  # lmms-eval: doc_id → why its record holds no answer
         self._by_question: dict[tuple[str, str, str], str] = {}
         if path.is_dir():
-            for line in read_mme_results(path):
+            try:
+                lines = read_mme_results(path)
+            except (ValueError, OSError) as exc:  # no <subtask>.txt, a line of another shape, not UTF-8
+                raise ReplayFileError(f"replay folder {path}: {exc} ({_formats_hint()})") from None
+            for line in lines:
                 self._by_question[(line.task, line.image, line.question)] = line.response
         elif path.is_file():
             self._read_file(path)

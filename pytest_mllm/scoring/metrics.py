@@ -68,26 +68,31 @@ class Metric:
     requires: tuple[str, ...] = ()  # metrics enabled with this one
     applies: str | None = None
     declarable: bool = True  # False: only `applies` switches it on, a spec may not name it
+    values: tuple[str, ...] = ()  # the names of the values a scope metric adds (a spec's headline may be one)
 
 
 # The registered metrics. Within a scope, values appear in this order, and sections follow
 # `overall`, `tasks` and `groups` in this order: append new ones at the end of their kind.
 METRICS: list[Metric] = [
-    Metric("mean_score", "pytest_mllm.scoring.mean_score:scope_mean_score"),
-    Metric("accuracy_plus", "pytest_mllm.scoring.mme:scope_accuracy_plus"),
-    Metric("pope", "pytest_mllm.scoring.pope:scope_pope"),
-    Metric("mme_score", "pytest_mllm.scoring.mme:scope_mme_score", requires=("accuracy_plus",)),
-    Metric("circular", "pytest_mllm.scoring.circular:scope_circular"),
+    Metric("mean_score", "pytest_mllm.scoring.mean_score:scope_mean_score", values=("mean_score",)),
+    Metric("accuracy_plus", "pytest_mllm.scoring.mme:scope_accuracy_plus", values=("accuracy_plus",)),
+    Metric("pope", "pytest_mllm.scoring.pope:scope_pope",
+           values=("precision", "recall", "f1", "yes_ratio", "pooled_f1", "mean_f1")),
+    Metric("mme_score", "pytest_mllm.scoring.mme:scope_mme_score", requires=("accuracy_plus",), values=("score",)),
+    Metric("circular", "pytest_mllm.scoring.circular:scope_circular",
+           values=("circular_count", "circular_errors", "circular_accuracy", "vanilla_accuracy")),
     Metric("vrp", "pytest_mllm.vrp.metrics:vrp_section", section=True),
     Metric("judge", "pytest_mllm.judge.metrics:judge_section", section=True,
            applies="pytest_mllm.judge.metrics:has_open_answers"),
     Metric("category", "pytest_mllm.scoring.categories:category_sections", section=True),
     Metric("tp_eval", "pytest_mllm.tpeval.report:tp_eval_section", section=True,
            applies="pytest_mllm.tpeval.report:has_original_answers", declarable=False),
-    Metric("mmmu", "pytest_mllm.scoring.mmmu:scope_mmmu"),
-    Metric("category_mean", "pytest_mllm.scoring.category_mean:scope_category_mean", requires=("category",)),
-    Metric("ocrbench", "pytest_mllm.scoring.ocrbench:scope_ocrbench"),
-    Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench"),
+    Metric("mmmu", "pytest_mllm.scoring.mmmu:scope_mmmu", values=("mmmu_accuracy",)),
+    Metric("category_mean", "pytest_mllm.scoring.category_mean:scope_category_mean", requires=("category",),
+           values=("category_mean_accuracy",)),
+    Metric("ocrbench", "pytest_mllm.scoring.ocrbench:scope_ocrbench", values=("ocrbench_score",)),
+    Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench",
+           values=("a_acc", "f_acc", "q_acc")),
 ]
 
 
@@ -97,6 +102,19 @@ def _known_metrics() -> tuple[str, ...]:
 
 # The names a spec may declare: accuracy (always reported) and the declarable registered metrics.
 KNOWN_METRICS = _known_metrics()
+
+
+def headline_names(declared: Collection[str]) -> list[str] | None:
+    """The values a benchmark declaring these metrics reports in every scope: a headline is one of them.
+    A registered metric that names no `values` leaves the question open (None)."""
+    enabled = enabled_metrics(declared, (), applying=())
+    names = ["accuracy", "count", "errors"]
+    for metric in METRICS:
+        if metric.name in enabled and not metric.section:
+            if not metric.values:
+                return None
+            names += metric.values
+    return names
 
 
 def register(metric: Metric) -> None:
