@@ -31,6 +31,9 @@ loader_options:
   where:    keep only the rows whose columns hold these values ({column: value or list of values},
             compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
+  answer_is: how a choice question's answer cell is read: letter, index (0-based) or text (an option's);
+            without it whichever reading fits, and a cell two readings take to different options
+            ('2' with the options ['5', '2', '7']) is that row's error
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category")
-OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where")
+OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is")
+ANSWER_READINGS = ("letter", "index", "text")  # loader_options.answer_is: how a choice answer cell is read
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
 
@@ -69,7 +73,11 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     inline = options.get("options_in_question", False)
     if not isinstance(inline, bool):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question' must be true or false")
-    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline)
+    answer_is = options.get("answer_is")
+    if answer_is is not None and answer_is not in ANSWER_READINGS:
+        raise SpecError(f"{spec.path}: field 'loader_options.answer_is': {answer_is!r} is not one of "
+                        f"{', '.join(ANSWER_READINGS)}")
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, answer_is)
     if rules.inline_options and columns.get("choices"):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
                         "question or from columns.choices, not both")
@@ -114,6 +122,7 @@ class _Rules(NamedTuple):
 
     answers: dict[str, str]
     inline_options: bool = False
+    answer_is: str | None = None  # how a choice answer is read: letter, index or text (None: any one reading)
 
 
 def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
@@ -445,7 +454,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         question, choices = split_options(question)
     if choices:
         answer_type = "choice"
-        answer = _choice_answer(answer, choices, columns.get("answer") or "answer")
+        answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is)
     elif answer.lower() in ("yes", "no") and not references[1:]:
         answer_type = "yes_no"
     else:
@@ -485,16 +494,29 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
     return tuple((letter, str(text).strip()) for letter, text in zip(_LETTERS, cell))
 
 
-def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str) -> str:
-    """The answer as an option letter: a letter, an option's index (0-based), or an option's text."""
+def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str,
+                   answer_is: str | None = None) -> str:
+    """The answer as an option letter: a letter, an option's index (0-based), or an option's text; as
+    `answer_is` says, else by whichever reading fits. Readings that fit and name different options are
+    an error: '2' with the options ['5', '2', '7'] is option B by its text and option C by its index."""
     letters = [letter for letter, _ in choices]
-    if answer.upper() in letters:
-        return answer.upper()
-    if answer.isdigit() and int(answer) < len(letters):
-        return letters[int(answer)]
-    for letter, text in choices:
-        if text == answer:
-            return letter
+    readings = {
+        "letter": answer.upper() if answer.upper() in letters else None,
+        "index": letters[int(answer)] if answer.isdigit() and int(answer) < len(letters) else None,
+        "text": next((letter for letter, text in choices if text == answer), None),
+    }
+    if answer_is is not None:
+        if readings[answer_is] is None:
+            raise ValueError(f"field {field_name!r}: answer {answer!r} is not an option's {answer_is} "
+                             f"(options {letters}; loader_options.answer_is: {answer_is})")
+        return readings[answer_is]  # type: ignore[return-value]
+    found = {kind: letter for kind, letter in readings.items() if letter is not None}
+    if len(set(found.values())) > 1:
+        ways = ", ".join(f"option {letter} by its {kind}" for kind, letter in found.items())
+        raise ValueError(f"field {field_name!r}: answer {answer!r} is ambiguous ({ways}); say how answers are "
+                         f"read with loader_options.answer_is: {' or '.join(found)}")
+    if found:
+        return next(iter(found.values()))
     raise ValueError(f"field {field_name!r}: answer {answer!r} is not one of the options {letters} "
                      "(nor an option's index or text)")
 
