@@ -4,7 +4,8 @@
   to billions of items once any code walks the value. The composed document's expanded size is
   counted (each shared node once, so counting is cheap) and a document over `MAX_ITEMS` is refused.
 - Nesting: a document nested deeper than Python's stack allows is refused instead of raising a
-  RecursionError from the middle of the parser.
+  RecursionError from the middle of the parser; so is a number Python will not convert (thousands
+  of digits).
 
 Both problems are `yaml.YAMLError`s, which every reader already reports as an invalid file.
 """
@@ -32,6 +33,8 @@ def load_yaml(text: str) -> Any:
         return loader.construct_document(node)
     except RecursionError:
         raise yaml.YAMLError("it is nested too deeply to read (thousands of levels); flatten it") from None
+    except ValueError as exc:  # a scalar Python will not convert, such as an integer of thousands of digits
+        raise yaml.YAMLError(f"a value cannot be read ({exc}); quote it") from None
     finally:
         loader.dispose()
 

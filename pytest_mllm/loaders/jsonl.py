@@ -46,6 +46,8 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
                 entries.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
                 entries.append((number, exc))
+            except RecursionError:  # thousands of nested brackets: this line errors alone
+                entries.append((number, ValueError("nested too deeply to read (thousands of levels)")))
     return entries
 
 

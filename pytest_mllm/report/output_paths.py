@@ -54,6 +54,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Iterable[Input] = ()) -> No
             if _same(target, source.path):
                 raise OutputError(f"{output.option}={output.path}: that is {source.what}; writing there would "
                                   "destroy it: give another path")
+        for source in inputs:
             if (source.folder and not output.folder and target.is_file()
                     and target.is_relative_to(_resolved(source.path))):
                 raise OutputError(f"{output.option}={output.path}: that file is inside {source.what} "
