@@ -43,6 +43,11 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     return f"{type(value).__name__} {shown}"
 
 
+def clip(text: str, limit: int = 300) -> str:
+    """A message from elsewhere (an exception's text), cut to `limit` characters, line breaks kept."""
+    return printable(text[:limit], keep_lines=True) + ("…" if len(text) > limit else "")
+
+
 def printable(text: str, *, keep_lines: bool = False) -> str:
     """`text` with control characters (and bidirectional overrides) written as escapes; with `keep_lines`,
     line breaks and tabs stay (a multi-line message)."""

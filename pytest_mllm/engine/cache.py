@@ -129,8 +129,7 @@ class ResponseCache:
             path.replace(aside)
             for suffix in ("-wal", "-shm"):  # its journal belongs to the old file
                 path.with_name(path.name + suffix).unlink(missing_ok=True)
-            warnings.warn(CacheWarning(f"response cache {path} was unusable ({exc}); moved to {aside.name} "
-                                       "and started afresh"), stacklevel=2)
+            self._warn(f"response cache {path} was unusable ({exc}); moved to {aside.name} and started afresh")
             self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -196,9 +195,12 @@ class ResponseCache:
         """A read or write failed mid-run (a full disk, a file changed under us): warn once, and answer
         the rest of the run without the cache; the answers already given stand."""
         self._failed = True
-        warnings.warn(CacheWarning(f"response cache {self.path}: a {what} failed ({exc}); the cache is off for the "
-                                   "rest of this run (answers are still scored; free space or pass "
-                                   "--mllm-cache-dir=DIR)"), stacklevel=3)
+        self._warn(f"response cache {self.path}: a {what} failed ({exc}); the cache is off for the rest of this run "
+                   "(answers are still scored; free space or pass --mllm-cache-dir=DIR)")
+
+    def _warn(self, message: str) -> None:
+        """A CacheWarning located at the cache file (not at a line of this module)."""
+        warnings.warn_explicit(CacheWarning(message), CacheWarning, str(self.path), 0)
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

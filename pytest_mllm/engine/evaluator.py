@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from pytest_mllm.echo import excerpt
+from pytest_mllm.echo import clip, excerpt
 from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
@@ -272,7 +272,7 @@ def _score(record: Record, sample: Sample, response: Response) -> None:
     try:
         score_record(record, sample, response)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
-        record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {excerpt(str(exc), 300)}")
+        record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {clip(str(exc))}")
 
 
 def failed_batch_error(exc: BaseException) -> str:
@@ -280,7 +280,7 @@ def failed_batch_error(exc: BaseException) -> str:
     and where it was raised."""
     frames = traceback.extract_tb(exc.__traceback__)[-3:]
     where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
-    return (f"internal error while answering its batch: {type(exc).__name__}: {excerpt(str(exc), 300)}"
+    return (f"internal error while answering its batch: {type(exc).__name__}: {clip(str(exc))}"
             + (f" (at {where})" if where else ""))
 
 

@@ -207,9 +207,10 @@ class Options:
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")))
         if not hasattr(config, "workerinput"):  # the controller writes them
-            from pytest_mllm.harness.run_inputs import run_inputs
+            from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
 
-            inputs = run_inputs([*benchmarks, *(in_run or {}).values()], data, model=opt("mllm") or "", files={
+            spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
+            inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})

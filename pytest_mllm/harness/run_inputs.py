@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pytest_mllm.engine.spec import SpecError, load_spec
+from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
 from pytest_mllm.report.output_paths import Input
 
 
@@ -33,3 +33,14 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: st
         inputs.append(Input(f"the recording --mllm={model} replays", recording, folder=recording.is_dir()))
     inputs.extend(Input(what, path) for what, path in files.items() if path is not None)
     return inputs
+
+
+def spec_files_in_args(args: Iterable[str], invocation_dir: Path) -> list[Path]:
+    """The benchmark spec files named on the command line as test paths (`pytest mine.yaml`)."""
+    found = []
+    for arg in args:
+        path = Path(arg.split("::")[0])
+        path = path if path.is_absolute() else invocation_dir / path
+        if path.is_file() and is_spec_file(path):
+            found.append(path.resolve())
+    return found

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from pytest_mllm.echo import excerpt
+from pytest_mllm.echo import clip
 
 # the cell texts pandas' readers take as missing by default (VLMEvalKit reads predictions with them)
 PANDAS_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
@@ -118,7 +118,7 @@ def read_vlmevalkit_xlsx(path: Path) -> Predictions:
         raise
     except Exception as exc:  # noqa: BLE001 - the sheet's XML, read as it is iterated (an entity bomb, a broken cell)
         raise PredictionFileError(f"{path}: the first sheet cannot be read ({type(exc).__name__}: "
-                                  f"{excerpt(str(exc), 200)})") from None
+                                  f"{clip(str(exc), 200)})") from None
     finally:
         book.close()
 

@@ -198,6 +198,8 @@ class Counting:
 
             db = self.config.stash[RUN_KEY].evaluation.cache._db
             db.execute(f"PRAGMA max_page_count={db.execute('PRAGMA page_count').fetchone()[0]}")
+        if DISK_FULL:  # answers of 4 kB: storing them needs new pages, which the limit refuses
+            return [Response("yes" + " ." * 2000) for _ in requests]
         return [Response("yes") for _ in requests]
 
 def pytest_mllm_make_model(spec, config):
@@ -205,24 +207,18 @@ def pytest_mllm_make_model(spec, config):
 '''
 COUNTING = ("--mllm=counting", "--mllm-cache-dir={tmp}/cache", "--mllm-batch-size=2")
 
-# The file system refuses the end-of-run writes: a file-size limit (RLIMIT_FSIZE, as on a full disk the
-# write fails with an OSError) from just before the outputs are written until after
-FULL_DISK_AT_THE_END = '''
-import resource, signal
+# The output folder is gone when the run ends (a file stands in its place): the final write fails with a
+# real OSError, after the up-front checks passed
+FOLDER_GONE_AT_THE_END = '''
+import shutil
 import pytest
-
-_saved = []
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session):
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    _saved.append(resource.getrlimit(resource.RLIMIT_FSIZE))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (10, _saved[0][1]))
+    folder = session.config.rootpath / "out"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.write_text("a file where the output folder was")
     return (yield)
-
-@pytest.hookimpl(specname="pytest_sessionfinish", trylast=True)
-def restore_the_limit(session):
-    resource.setrlimit(resource.RLIMIT_FSIZE, _saved[0])
 '''
 
 
@@ -472,10 +468,11 @@ CASES = [
          "--mllm-mme-results=/proc/mme: cannot create the folder"),
     Case("output: --mllm-json in the data folder, a new file, is written", ("{tmp}/mine.yaml", YES,
          "--mllm-json={tmp}/data/results.json"), OK, "results written to", jsonl_bench()),
-    Case("output: the final write fails, one error", (*SHAPES, *FEW, "--mllm-json={tmp}/out.json"), USAGE,
-         "pytest-mllm: error: cannot write the results", files(**{"conftest.py": FULL_DISK_AT_THE_END})),
-    Case("output: the HTML report's final write fails, one error", (*SHAPES, *FEW, "--mllm-html={tmp}/r.html"), USAGE,
-         "pytest-mllm: error: cannot write the HTML report", files(**{"conftest.py": FULL_DISK_AT_THE_END})),
+    Case("output: the final write fails, one error", (*SHAPES, *FEW, "--mllm-json={tmp}/out/r.json"), USAGE,
+         "pytest-mllm: error: cannot write the results {tmp}/out/r.json (File exists)",
+         files(**{"conftest.py": FOLDER_GONE_AT_THE_END})),
+    Case("output: the HTML report's final write fails, one error", (*SHAPES, *FEW, "--mllm-html={tmp}/out/r.html"),
+         USAGE, "pytest-mllm: error: cannot write the HTML report", files(**{"conftest.py": FOLDER_GONE_AT_THE_END})),
     # -- issue 28: merge and compare outputs -------------------------------------------------------------
     Case("merge: the output forgotten (a shard would be replaced)", ("{tmp}/s1.json", "{tmp}/s1.json", "{tmp}/s2.json"),
          2, "pytest-mllm-merge: error: OUT={tmp}/s1.json: that is shard file 1 (s1.json)",
@@ -591,9 +588,9 @@ CASES = [
          jsonl_bench(spec_extra="metrics: [accuracy, pope]\nheadline: f1\n")),
     Case("parquet: answer '2' of ['5', '2', '7'] is ambiguous", ("{tmp}/mine.yaml", YES), FAILED,
          "answer '2' is ambiguous (option C by its index, option B by its text)", parquet_bench("2", ["5", "2", "7"])),
-    Case("parquet: answer_is: index reads it", ("{tmp}/mine.yaml", YES), OK, "passed",
+    Case("parquet: answer_is: index reads it", ("{tmp}/mine.yaml", YES), OK, "expected 'C', got 'Yes'",
          parquet_bench("2", ["5", "2", "7"], ", answer_is: index")),
-    Case("parquet: answer_is: text reads it", ("{tmp}/mine.yaml", YES), OK, "passed",
+    Case("parquet: answer_is: text reads it", ("{tmp}/mine.yaml", YES), OK, "expected 'B', got 'Yes'",
          parquet_bench("2", ["5", "2", "7"], ", answer_is: text")),
     Case("parquet: answer_is unknown", ("{tmp}/mine.yaml", YES), COLLECTION,
          "field 'loader_options.answer_is': 'position' is not one of letter, index, text",

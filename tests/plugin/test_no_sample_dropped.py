@@ -54,6 +54,8 @@ class Counting:
             db.execute(f"PRAGMA max_page_count={{db.execute('PRAGMA page_count').fetchone()[0]}}")
         if FAULT == "response not text":
             return [Response(None if r.sample.id.endswith("s1") else "yes") for r in requests]
+        if FAULT == "cache disk full":  # answers of 4 kB: storing them needs new pages, which the limit refuses
+            return [Response("yes" + " ." * 2000) for r in requests]
         return [Response("yes") for r in requests]
 
 
@@ -102,14 +104,14 @@ def test_records_equal_samples_under_each_injected_failure(fault: str, pytester:
     pytester.makeconftest(CONFTEST.format(fault=fault))
     result = pytester.runpytest("-p", "no:cacheprovider", "--mllm=counting", f"{tmp}/mine.yaml", "--mllm-batch-size=2",
                                 f"--mllm-cache-dir={tmp}/cache", f"--mllm-json={tmp}/out.json")
-    output = result.stdout.str()
+    output = result.stdout.str() + result.stderr.str()
     errors, phrase = FAULTS[fault]
     assert "INTERNALERROR" not in output and "Traceback" not in output, output
     assert phrase in output, output
     document = json.loads((tmp / "out.json").read_text())
     records = document["records"]
     overall = document["benchmarks"]["mine"]["metrics"]
-    assert sorted(r["id"] for r in records) == [f"s{n}" for n in range(SAMPLES)], output  # records = samples
+    assert sorted(r["id"] for r in records) == [f"mine::s{n}" for n in range(SAMPLES)], output  # records = samples
     assert (overall["count"] + overall["errors"], overall["errors"]) == (SAMPLES, errors), overall
     assert sum(r["status"] == "error" for r in records) == errors
     assert result.ret == (pytest.ExitCode.TESTS_FAILED if errors else pytest.ExitCode.OK), output
