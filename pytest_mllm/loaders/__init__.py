@@ -76,10 +76,10 @@ def check_loader_options(spec: BenchmarkSpec) -> None:
         if key in known:
             continue
         close = difflib.get_close_matches(str(key), known, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        takes = f"the {spec.loader} loader takes {', '.join(known)}" if known else f"the {spec.loader} loader takes none"
-        raise SpecError(f"{spec.path}: field 'loader_options.{printable(str(key))[:60]}': unknown option; "
-                        f"{hint}({takes})")
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        takes = f"allowed: {', '.join(known)}" if known else "it takes none"
+        raise SpecError(f"{spec.path}: field 'loader_options.{printable(str(key))[:60]}': unknown option of the "
+                        f"{spec.loader} loader{hint} ({takes})")
 
 
 def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
