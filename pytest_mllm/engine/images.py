@@ -80,6 +80,8 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
                 )
             image.load()
             return image.convert("RGB")
+    except ImageError:
+        raise
     except Image.DecompressionBombError as exc:
         raise ImageError(f"{label} refused as a decompression bomb: {exc}") from None
     except UnidentifiedImageError as exc:
@@ -88,7 +90,7 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
             raise ImageError(f"{label} is {kind} file, not an image format that is decoded here "
                              f"({', '.join(DECODED_FORMATS)}); convert it to PNG") from None
         raise ImageError(f"cannot decode {label}: {exc}") from None
-    except (OSError, SyntaxError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever a decoder raises on a malformed file is this image's error
         raise ImageError(f"cannot decode {label}: {exc}") from None
 
 

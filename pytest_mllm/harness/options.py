@@ -236,8 +236,10 @@ def _max_new_tokens(config: pytest.Config) -> int | None:
             value = int(raw)
         except ValueError:
             raise pytest.UsageError(f"{source} must be a whole number of tokens, at least 1, got {raw!r}") from None
-    if not 1 <= value <= MAX_NEW_TOKENS:
-        raise pytest.UsageError(f"{source} must be from 1 to {MAX_NEW_TOKENS} tokens, got {value}")
+    if value < 1:
+        raise pytest.UsageError(f"{source} must be at least 1, got {value}")
+    if value > MAX_NEW_TOKENS:
+        raise pytest.UsageError(f"{source} must be at most {MAX_NEW_TOKENS} tokens, got {value}")
     return value
 
 

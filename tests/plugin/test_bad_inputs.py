@@ -598,7 +598,7 @@ CASES = [
     Case("option: --mllm-max-new-tokens=1e20", (*SHAPES, "--mllm-max-new-tokens=1e20"), USAGE,
          "argument --mllm-max-new-tokens: invalid int value: '1e20'"),
     Case("option: --mllm-max-new-tokens=10**20", (*SHAPES, f"--mllm-max-new-tokens={10 ** 20}"), USAGE,
-         "--mllm-max-new-tokens must be from 1 to 1048576 tokens"),
+         "--mllm-max-new-tokens must be at most 1048576 tokens"),
     Case("option: ini mllm_max_new_tokens = 1e20", SHAPES, USAGE, "mllm_max_new_tokens (ini) must be a whole number",
          ini='mllm_max_new_tokens = "1e20"'),
     Case("option: --mllm-timeout=inf", (*SHAPES, "--mllm-timeout=inf"), USAGE,
