@@ -3,25 +3,26 @@
 - Aliases: a few hundred bytes of anchors and aliases (`&a [*b, *b, …]`, "billion laughs") expand
   to billions of items once any code walks the value. The composed document's expanded size is
   counted (each shared node once, so counting is cheap) and a document over `MAX_ITEMS` is refused.
-- Nesting: a document nested deeper than Python's stack allows is refused instead of raising a
-  RecursionError from the middle of the parser; so is a number Python will not convert (thousands
-  of digits).
+- Nesting: a document nested more than `MAX_DEPTH` levels deep is refused as it is composed, long
+  before Python's stack would overflow; so is a number Python will not convert (thousands of digits).
 
 Both problems are `yaml.YAMLError`s, which every reader already reports as an invalid file.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 MAX_ITEMS = 1_000_000  # scalars, sequences and mappings of the document once its aliases are expanded
+MAX_DEPTH = 200  # levels of nesting (a spec needs a handful)
 
 
 def load_yaml(text: str) -> Any:
     """The value of a YAML document, as `yaml.safe_load` reads it, within the limits above."""
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -31,12 +32,33 @@ def load_yaml(text: str) -> Any:
             raise yaml.YAMLError(f"its aliases expand to {size:,} values, more than the {MAX_ITEMS:,} allowed "
                                  "(an alias bomb?); write the values out")
         return loader.construct_document(node)
-    except RecursionError:
-        raise yaml.YAMLError("it is nested too deeply to read (thousands of levels); flatten it") from None
+    except RecursionError:  # nesting inside a scalar's tag or a key, deeper than the composer counts
+        raise yaml.YAMLError(f"it is nested more than {MAX_DEPTH} levels deep; flatten it") from None
     except ValueError as exc:  # a scalar Python will not convert, such as an integer of thousands of digits
         raise yaml.YAMLError(f"a value cannot be read ({exc}); quote it") from None
     finally:
         loader.dispose()
+
+
+@functools.cache
+def _loader_class() -> type:
+    """yaml.SafeLoader counting how deep the node being composed is: past MAX_DEPTH it stops, long before
+    Python's stack would."""
+    import yaml
+
+    class DepthLimitedLoader(yaml.SafeLoader):
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    raise yaml.YAMLError(f"it is nested more than {MAX_DEPTH} levels deep; flatten it")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return DepthLimitedLoader
 
 
 def _expanded_size(root: Any) -> int:

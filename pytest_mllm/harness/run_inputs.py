@@ -11,7 +11,7 @@ from pytest_mllm.report.output_paths import Input
 
 
 def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: str = "",
-               files: Mapping[str, Path | None] = {}) -> list[Input]:
+               files: Mapping[str, Path | None] | None = None) -> list[Input]:
     """The inputs of a run: each benchmark's spec, data folder, data file and subset file; the recording
     a `replay:` model plays; and `files` (what → path: a baseline, a prompts file, the cache database)."""
     inputs: list[Input] = []
@@ -31,7 +31,7 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: st
     if model.startswith("replay:"):
         recording = Path(model.partition(":")[2]).expanduser()
         inputs.append(Input(f"the recording --mllm={model} replays", recording, folder=recording.is_dir()))
-    inputs.extend(Input(what, path) for what, path in files.items() if path is not None)
+    inputs.extend(Input(what, path) for what, path in (files or {}).items() if path is not None)
     return inputs
 
 

@@ -529,7 +529,7 @@ CASES = [
     Case("spec: a small alias bomb, shown bounded", ("{tmp}/mine.yaml", YES), COLLECTION,
          "field 'description': list [[[...], [...], [...], [...], ...]", spec(f"name: mine\nloader: jsonl\n"
                                                                              f"description: {alias_bomb(4)}\n")),
-    Case("spec: 20,000 levels deep", ("{tmp}/mine.yaml", YES), COLLECTION, "is nested too deeply to read",
+    Case("spec: 20,000 levels deep", ("{tmp}/mine.yaml", YES), COLLECTION, "is nested more than 200 levels deep",
          spec(f"name: mine\nloader: jsonl\ndescription: {DEEP_YAML}\n")),
     Case("spec: a value inside itself", ("{tmp}/mine.yaml", YES), COLLECTION, "an alias refers to a value that contains it",
          spec("name: mine\nloader: jsonl\ndescription: &a [1, *a]\n")),
@@ -541,7 +541,7 @@ CASES = [
          files(**{"j.yaml": f"prompts: {alias_bomb()}\n"})),
     Case("judge prompts: 20,000 levels deep", (*SHAPES, "--mllm-judge=openai:j",
          "--mllm-judge-base-url=http://127.0.0.1:9/v1", "--mllm-judge-prompts={tmp}/j.yaml"), USAGE,
-         "not valid YAML: it is nested too deeply", files(**{"j.yaml": f"prompts: {DEEP_YAML}\n"})),
+         "not valid YAML: it is nested more than 200 levels deep", files(**{"j.yaml": f"prompts: {DEEP_YAML}\n"})),
     Case("prompts file: an alias bomb", (*SHAPES, "--mllm-prompts={tmp}/p.yaml"), USAGE,
          "is not valid YAML: its aliases expand", files(**{"p.yaml": f"format: {alias_bomb()}\n"})),
     Case("data: YAML samples, an alias bomb", ("{tmp}/mine.yaml", YES), COLLECTION, "not valid YAML: its aliases expand",
