@@ -179,6 +179,8 @@ def json_lines(path: Path, text: str, error: type[Exception], hint: str = "") ->
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise error(f"{path}:{number}: not valid JSON ({exc}){hint}") from None
+            except RecursionError:
+                raise error(f"{path}:{number}: nested too deeply to read{hint}") from None
 
 
 def read_lmms_eval_samples(path: Path, text: str) -> Predictions:

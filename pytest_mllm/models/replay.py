@@ -84,7 +84,7 @@ class ReplayModel:
             raise ReplayFileError(f"replay recording {path} cannot be read: {exc} ({_formats_hint()})") from None
         try:
             document = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             document = None  # not one JSON document: JSON Lines, a TSV, or nothing we read
         first = _first_line(text)
         rows = vlmevalkit_json_rows(document)
@@ -176,7 +176,7 @@ def _json_or_none(line: str) -> Any:
     """The line's JSON value, None when it is not JSON."""
     try:
         return json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 

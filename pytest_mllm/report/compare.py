@@ -48,7 +48,7 @@ def load_results(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CompareError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
         raise CompareError(f"{path}: not a pytest-mllm results file (not JSON: {exc})") from None
     problem = _shape_problem(document)
     if problem:

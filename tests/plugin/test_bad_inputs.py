@@ -85,6 +85,7 @@ def alias_bomb(levels: int = 9) -> str:
 
 
 DEEP_YAML = "[" * 20_000 + "]" * 20_000  # 20,000 nested lists
+DEEP_JSON = DEEP_YAML  # the same text is JSON too
 
 
 def image_bytes(kind: str) -> bytes:
@@ -555,6 +556,17 @@ CASES = [
     Case("data: a duplicate id with a terminal escape, shown escaped", ("{tmp}/mine.yaml", YES), COLLECTION,
          "duplicate sample id 'mine::\\x1b[31m'",
          jsonl_bench(rows='{"id": "\\u001b[31m", "question": "Q?", "answer": "yes"}\n' * 2)),
+    Case("gate: a baseline 20,000 levels deep", (*SHAPES, "--mllm-baseline={tmp}/b.json"), USAGE,
+         "--mllm-baseline: cannot read baseline results {tmp}/b.json: maximum recursion depth exceeded",
+         files(**{"b.json": DEEP_JSON})),
+    Case("replay: a recording 20,000 levels deep", ("--mllm=replay:{tmp}/p.json", "--mllm-bench=shapes", *FEW), USAGE,
+         "p.json:1: nested too deeply to read", files(**{"p.json": DEEP_JSON})),
+    Case("merge: a shard 20,000 levels deep", ("{tmp}/m.json", "{tmp}/s1.json"), 2,
+         "s1.json: not a pytest-mllm results file (not JSON: maximum recursion depth exceeded",
+         files(**{"s1.json": DEEP_JSON}), tool="merge"),
+    Case("compare: a results file 20,000 levels deep", ("{tmp}/a.json", "{tmp}/b.json"), 2,
+         "a.json: not a pytest-mllm results file (not JSON: maximum recursion depth exceeded",
+         files(**{"a.json": DEEP_JSON, "b.json": "{}"}), tool="compare"),
     Case("replay: an xlsx entity bomb", ("--mllm=replay:{tmp}/p.xlsx", "--mllm-bench=shapes", *FEW), USAGE,
          "the first sheet cannot be read (ParseError", xlsx_entity_bomb),
     Case("replay: a folder without MME results files", ("--mllm=replay:{tmp}/res", "--mllm-bench=shapes", *FEW), USAGE,
