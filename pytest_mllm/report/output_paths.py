@@ -2,7 +2,8 @@
 
 Before a run (or a merge, or a comparison) starts, every output path is resolved and refused when
 it is one of the inputs (a data file, a spec, a baseline, a recording, a shard), an existing file
-inside a benchmark's data folder, or the path of another output; and its folder is proven writable
+inside a benchmark's data folder (unless an earlier output of pytest-mllm), or the path of another
+output; and its folder is proven writable
 by creating and removing a probe file there (`os.access` says yes to root even on /proc).
 
 Every output is written to a temporary file in its folder and renamed over the old one: a write
@@ -55,7 +56,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Iterable[Input] = ()) -> No
                 raise OutputError(f"{output.option}={output.path}: that is {source.what}; writing there would "
                                   "destroy it: give another path")
         for source in inputs:
-            if (source.folder and not output.folder and target.is_file()
+            if (source.folder and not output.folder and target.is_file() and not _earlier_output(target)
                     and target.is_relative_to(_resolved(source.path))):
                 raise OutputError(f"{output.option}={output.path}: that file is inside {source.what} "
                                   f"({source.path}); writing there would replace a data file: give a path outside it")
@@ -135,6 +136,17 @@ def _mode_for(path: Path) -> int:
         mask = os.umask(0)
         os.umask(mask)
         return 0o666 & ~mask
+
+
+def _earlier_output(path: Path) -> bool:
+    """Whether an existing file is one pytest-mllm wrote (a results JSON, an HTML report): a run may
+    write it again even inside a data folder (a spec with `data: {root: .}` and its outputs beside it)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b'"pytest_mllm"' in head or b"pytest-mllm" in head
 
 
 def _resolved(path: Path) -> Path:

@@ -94,6 +94,9 @@ def test_two_outputs_at_one_path_and_an_unwritable_folder_are_refused(tmp_path: 
 
 def test_new_files_in_the_data_folder_and_distinct_outputs_pass(tmp_path: Path) -> None:
     inputs = _data(tmp_path)
+    (tmp_path / "data" / "earlier.json").write_text('{\n "pytest_mllm": "0.1.0",\n "records": []\n}\n')
+    check_outputs([Output("--mllm-json", tmp_path / "data" / "earlier.json")], inputs)  # a re-run writes it again
+    (tmp_path / "data" / "earlier.json").unlink()
     check_outputs([Output("--mllm-json", tmp_path / "data" / "results.json"),
                    Output("--mllm-mme-results", tmp_path / "mme", folder=True)], inputs)
     assert (tmp_path / "mme").is_dir() and sorted(p.name for p in (tmp_path / "data").iterdir()) == ["b.jsonl", "ok.png"]
