@@ -511,7 +511,7 @@ CASES = [
          "task name '\\x1b[2J' (sample '\\x1b[2J::a') holds '\\x1b'",
          jsonl_bench(rows='{"id": "a", "task": "\\u001b[2J", "question": "Q?", "answer": "yes"}\n')),
     Case("task name: from a TSV category column", ("{tmp}/mine.yaml", YES), COLLECTION, "task name 'a/b'",
-         both(files(**{"data__b.tsv": f"index\tquestion\tanswer\tcategory\timage_path\n1\tQ?\tyes\ta/b\tok.png\n",
+         both(files(**{"data__b.tsv": "index\tquestion\tanswer\tcategory\timage_path\n1\tQ?\tyes\ta/b\tok.png\n",
                        "data__ok.png": OK_PNG}),
               spec("name: mine\nloader: tsv\ndata: {root: data, file: b.tsv}\nloader_options: {task_column: category}\n"))),
     # -- issue 28: images only from an allow-list of formats -------------------------------------------
