@@ -4,7 +4,7 @@ a record in the results file, and `count + errors` is the number of samples.
 The failures are real where a real part produces them (SQLite's own "database or disk is full",
 a cache file with other columns, an EPS file Pillow would hand to Ghostscript); the model of the
 user's conftest injects the rest (an `identity` that raises on every batch, a response that is not
-text, a parser of the user's that raises).
+text), and a parser of the user's that raises is registered for the test's length.
 """
 
 from __future__ import annotations
@@ -21,14 +21,8 @@ EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n%%EOF\n"
 
 CONFTEST = '''
 from pytest_mllm.sample import Response
-from pytest_mllm.scoring.parsers import PARSERS
 
 FAULT = {fault!r}
-
-def _parser_with_a_bug(response, sample):
-    raise ZeroDivisionError("the user's parser divided by zero")
-
-PARSERS["buggy"] = _parser_with_a_bug
 
 
 class Counting:
@@ -95,8 +89,16 @@ FAULTS = {
 }
 
 
+def _parser_with_a_bug(response: str, sample: object) -> str:
+    raise ZeroDivisionError("the user's parser divided by zero")
+
+
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_records_equal_samples_under_each_injected_failure(fault: str, pytester: pytest.Pytester) -> None:
+def test_records_equal_samples_under_each_injected_failure(fault: str, pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_mllm.scoring.parsers import PARSERS
+
+    monkeypatch.setitem(PARSERS, "buggy", _parser_with_a_bug)  # a parser of the user's, registered for this test
     tmp = pytester.path
     _benchmark(tmp, parser="buggy" if fault == "parser raises" else "mme", eps=fault == "eps image")
     if fault == "cache wrong columns":
