@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_mllm.engine.endpoint import Endpoint
-from pytest_mllm.engine.evaluator import Evaluator, sample_record
+from pytest_mllm.engine.evaluator import Evaluator, failed_batch_error, sample_record
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
@@ -256,8 +256,21 @@ class Evaluation:
     # -- answers ---------------------------------------------------------------------------
 
     def answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        """Records of `items`, answered together; with customized prompts a task's record also holds
-        the answer to the benchmark's own prompt, under "original"."""
+        """Records of `items`, answered together, one per item whatever fails (an exception nobody expected
+        makes each sample of the batch an error, never a missing record); with customized prompts a task's
+        record also holds the answer to the benchmark's own prompt, under "original"."""
+        try:
+            return self._answer(items)
+        except Exception as exc:  # noqa: BLE001 - scored as errors: a dropped sample would inflate the scores
+            error = failed_batch_error(exc)
+            records = []
+            for sample, spec in items:
+                record = sample_record(sample, spec, "")
+                record.update(model=self.settings.model, error=error)
+                records.append(record)
+            return records
+
+    def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         if self.prompts is None:
             return self.evaluator.evaluate(items)
         records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])

@@ -24,6 +24,7 @@ from pytest_mllm.engine.images import ImageError, resolve_inside, tsv_image_byte
 from pytest_mllm.sample import ImageRef, Sample
 
 SCHEMA_VERSION = 2  # 2 added latency_s (a version-1 file is migrated in place)
+_COLUMNS = ("key", "response", "model", "created", "latency_s")
 
 
 class CacheWarning(UserWarning):
@@ -120,13 +121,15 @@ class ResponseCache:
         self.path = path
         self.read = read
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._failed = False  # a read or a write failed during the run (a full disk): the cache is off
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as exc:
             aside = path.with_name(f"{path.name}.unusable-{int(time.time())}")
             path.replace(aside)
-            warnings.warn(CacheWarning(f"response cache {path} was unusable ({exc}); moved to {aside.name} "
-                                       "and started afresh"), stacklevel=2)
+            for suffix in ("-wal", "-shm"):  # its journal belongs to the old file
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._warn(f"response cache {path} was unusable ({exc}); moved to {aside.name} and started afresh")
             self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -143,6 +146,11 @@ class ResponseCache:
             raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
         db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
                    "model TEXT NOT NULL, created REAL NOT NULL, latency_s REAL)")
+        columns = [row[1] for row in db.execute("PRAGMA table_info(responses)")]
+        if columns != list(_COLUMNS):
+            db.close()
+            raise sqlite3.DatabaseError(f"its responses table has the columns {', '.join(columns)}, expected "
+                                        f"{', '.join(_COLUMNS)}")
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         return db
 
@@ -153,29 +161,47 @@ class ResponseCache:
     def get_entries(self, keys: Iterable[str]) -> dict[str, tuple[str, float | None]]:
         """The cached responses among `keys` with the time each took to generate (None: not recorded)."""
         keys = list(keys)
-        if not self.read or not keys:
+        if not self.read or not keys or self._failed:
             return {}
         found: dict[str, tuple[str, float | None]] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, text, took in self._db.execute(
-                    f"SELECT key, response, latency_s FROM responses WHERE key IN ({marks})", chunk):
-                found[key] = (text, took)
+        try:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, text, took in self._db.execute(
+                        f"SELECT key, response, latency_s FROM responses WHERE key IN ({marks})", chunk):
+                    found[key] = (text, took)
+        except sqlite3.Error as exc:
+            self._turn_off("read", exc)
+            return {}
         return found
 
     def put_many(self, entries: Mapping[str, str], model: str,
                  latencies: Mapping[str, float] | None = None) -> None:
         """Store responses (and how long each took), all in one transaction; scrubbed of any API key
         (`chat.scrub`: replies from endpoints already are, this holds for every writer)."""
-        if not entries:
+        if not entries or self._failed:
             return
         now = time.time()
         took = latencies or {}
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                                 [(key, scrub(text), model, now, took.get(key)) for key, text in entries.items()])
+        try:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                                     [(key, scrub(text), model, now, took.get(key)) for key, text in entries.items()])
+        except sqlite3.Error as exc:
+            self._turn_off("write", exc)
+
+    def _turn_off(self, what: str, exc: sqlite3.Error) -> None:
+        """A read or write failed mid-run (a full disk, a file changed under us): warn once, and answer
+        the rest of the run without the cache; the answers already given stand."""
+        self._failed = True
+        self._warn(f"response cache {self.path}: a {what} failed ({exc}); the cache is off for the rest of this run "
+                   "(answers are still scored; free space or pass --mllm-cache-dir=DIR)")
+
+    def _warn(self, message: str) -> None:
+        """A CacheWarning located at the cache file (not at a line of this module)."""
+        warnings.warn_explicit(CacheWarning(message), CacheWarning, str(self.path), 0)
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

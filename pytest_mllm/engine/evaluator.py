@@ -9,8 +9,10 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from pytest_mllm.echo import clip, excerpt
 from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
@@ -148,7 +150,7 @@ class Evaluator:
                 key = keys.get(id(record), "")
                 if key in hits:
                     text, took = hits[key]
-                    score_record(record, sample, Response(text, latency_s=took or 0.0))
+                    _score(record, sample, Response(text, latency_s=took or 0.0))
                     record["cached"] = True
             todo = [t for t in todo if not t[0]["cached"]]
         if todo:
@@ -257,7 +259,7 @@ class Evaluator:
             if response.error is not None:
                 record["error"] = f"model error: {response.error}"
             else:
-                score_record(record, sample, response)
+                _score(record, sample, response)
 
     def _timed_generate(self, requests: list[Request]) -> list[Response]:
         start = time.perf_counter()
@@ -269,6 +271,26 @@ class Evaluator:
             if not response.latency_s:
                 response.latency_s = share
         return responses
+
+
+def _score(record: Record, sample: Sample, response: Response) -> None:
+    """`score_record`, with any failure (a response that is not text, a parser's bug) this sample's error."""
+    if not isinstance(response.text, str):
+        record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
+        return
+    try:
+        score_record(record, sample, response)
+    except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
+        record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {clip(str(exc))}")
+
+
+def failed_batch_error(exc: BaseException) -> str:
+    """The error of each sample of a batch whose answering failed unexpectedly: the exception, bounded,
+    and where it was raised."""
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    return (f"internal error while answering its batch: {type(exc).__name__}: {clip(str(exc))}"
+            + (f" (at {where})" if where else ""))
 
 
 def _release_accelerator_memory() -> None:

@@ -71,7 +71,7 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
         # --mllm-max-image-pixels above Pillow's own limit: lift Pillow's (it would refuse or warn first)
         Image.MAX_IMAGE_PIXELS = max_pixels
     try:
-        with Image.open(source) as image:
+        with Image.open(source, formats=DECODED_FORMATS) as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageError(
@@ -80,10 +80,48 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
                 )
             image.load()
             return image.convert("RGB")
+    except ImageError:
+        raise
     except Image.DecompressionBombError as exc:
         raise ImageError(f"{label} refused as a decompression bomb: {exc}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except UnidentifiedImageError as exc:
+        kind = _other_format(source)
+        if kind is not None:
+            raise ImageError(f"{label} is {kind} file, not an image format that is decoded here "
+                             f"({', '.join(DECODED_FORMATS)}); convert it to PNG") from None
         raise ImageError(f"cannot decode {label}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a decoder raises on a malformed file is this image's error
+        raise ImageError(f"cannot decode {label}: {exc}") from None
+
+
+# The formats Pillow may decode: the ones benchmark images come in, read by Pillow's own code. Any other
+# (EPS, PS and PDF above all, which Pillow hands to Ghostscript, an external program) is refused.
+DECODED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
+
+# What a refused file is, told from its first bytes (never by handing it to a decoder)
+_SIGNATURES = (
+    (b"%PDF-", "a PDF"), (b"%!PS-Adobe", "a PostScript (EPS/PS)"), (b"%!", "a PostScript"),
+    (b"\xc5\xd0\xd3\xc6", "an EPS"), (b"<?xml", "an XML (SVG?)"), (b"<svg", "an SVG"),
+    (b"\x00\x00\x01\x00", "an ICO"), (b"8BPS", "a Photoshop (PSD)"), (b"icns", "an ICNS"),
+    (b"\x00\x00\x00\x0cjP  ", "a JPEG 2000"), (b"\xff\x4f\xff\x51", "a JPEG 2000"), (b"DDS ", "a DDS"),
+    (b"qoif", "a QOI"), (b"\x0a\x05\x01", "a PCX"),
+)
+
+
+def _other_format(source: io.BytesIO | Path) -> str | None:
+    """"a PDF", "an EPS" … when the file's first bytes tell a format that is not decoded here."""
+    try:
+        if isinstance(source, Path):
+            with open(source, "rb") as handle:
+                head = handle.read(16)
+        else:
+            head = source.getvalue()[:16]
+    except OSError:
+        return None
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return kind
+    return None
 
 
 _PARQUET_FILES: dict[Path, Any] = {}  # path → opened ParquetFile (its metadata parsed once per process)

@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from pytest_mllm.echo import excerpt
+
 LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
@@ -205,8 +207,10 @@ def load_spec(path: Path) -> BenchmarkSpec:
     """Read and validate a spec file; every problem names the file and the field."""
     import yaml
 
+    from pytest_mllm.safe_yaml import load_yaml
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(f"cannot read benchmark spec {path}: {exc}") from None
     except UnicodeDecodeError as exc:
@@ -290,7 +294,7 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
         "parser": one_of(sorted(parsers)),
         "prompt": _PLAIN_STRING,
         "open_prompt": _PLAIN_STRING,
-        "max_new_tokens": "{input} must be a positive integer",
+        "max_new_tokens": f"{{input}} must be a positive integer, at most {MAX_NEW_TOKENS}",
         "metrics": f"must be a non-empty list of {', '.join(metrics)}",
         "metrics.#": one_of(sorted(metrics)),
         "headline": _PLAIN_STRING,
@@ -320,7 +324,7 @@ def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], err
     if kind == "missing":
         return shown, "missing (required)"
     template = _problems(parsers, metrics).get(_pattern(loc), "{input} is not valid here")
-    return shown, template.replace("{input}", repr(error.get("input")))
+    return shown, template.replace("{input}", excerpt(error.get("input")))
 
 
 def _pattern(loc: tuple[Any, ...]) -> str:
@@ -363,6 +367,7 @@ def _task_entries(value: Any) -> Any:
     return {str(key): entry or None for key, entry in value.items()} if isinstance(value, dict) else value or None
 
 
+MAX_NEW_TOKENS = 1 << 20  # longer than any model's context: a larger limit is a mistake
 PLACEHOLDERS = ("question", "options", "hint", "task")  # the fields a prompt template may use
 
 
@@ -493,7 +498,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             "The prompt template of questions without options, in every task (default: prompt); for "
             "benchmarks mixing multiple-choice and open questions (MMMU)."),
             examples=["{question}\n\nAnswer the question using a single word or phrase."])
-        max_new_tokens: Annotated[int, Field(strict=True, ge=1)] = Field(
+        max_new_tokens: Annotated[int, Field(strict=True, ge=1, le=MAX_NEW_TOKENS)] = Field(
             16, description="The most tokens a model may generate per answer.")
         metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
             ["accuracy"], description="The metrics computed per task, group and overall.")
@@ -555,6 +560,20 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             clash = set(groups) & (set(self.tasks or {}) | {t for members in groups.values() for t in members})
             if clash:
                 raise fail("groups", f"group name {sorted(clash)[0]!r} is also a task name")
+            return self
+
+        @model_validator(mode="after")
+        def _headline_is_reported(self) -> SpecFile:
+            import difflib
+
+            from pytest_mllm.scoring.metrics import headline_names
+
+            names = headline_names(self.metrics) if self.headline else None
+            if names is not None and self.headline not in names:
+                close = difflib.get_close_matches(self.headline, names, n=1)
+                raise fail("headline", f"{excerpt(self.headline)} is not a value these metrics report"
+                           + (f"; did you mean {close[0]!r}?" if close else "")
+                           + f" (with metrics {', '.join(self.metrics)}: {', '.join(names)})")
             return self
 
     return SpecFile

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_mllm import record as records
 from pytest_mllm.engine.evaluator import load_failure_line
+from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
@@ -22,6 +23,7 @@ from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
 from pytest_mllm.record import Record
+from pytest_mllm.report.output_paths import OutputError, OutputWriteError
 from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.scoring.gates import Verdict
@@ -48,6 +50,7 @@ class MllmHooks:
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self._plan_printed = False
+        self.write_failure = ""  # why an output could not be written at the end
 
     def record_for(self, item: pytest.Item) -> Record:
         return self.batches.record_for(item)  # type: ignore[arg-type]
@@ -202,7 +205,7 @@ class MllmHooks:
                 return None
         task = sample_id.split("::")[0] if "::" in sample_id else spec.name
         try:
-            known = {s.id: (order, s) for order, s in enumerate(self.evaluation.samples_for(spec))}
+            known = {printable(s.id): (order, s) for order, s in enumerate(self.evaluation.samples_for(spec))}
         except Exception:  # noqa: BLE001 - the crash report is still made, with less detail
             known = {}
         order, found = known.get(sample_id, (len(known), None))
@@ -255,13 +258,17 @@ class MllmHooks:
         # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
         needed = outputs.json_path is not None or outputs.html_path is not None
         document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
-        self.written = outputs.write(document, self.results)
-        if outputs.markdown_path or outputs.step_summary:
-            from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
+        try:
+            self.written = outputs.write(document, self.results)
+            if outputs.markdown_path or outputs.step_summary:
+                from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
 
-            text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
-                                    written=self.written, run_url=github_run_url(os.environ))
-            self.written += write_markdown(text, outputs.markdown_path, outputs.step_summary)
+                text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
+                                        written=self.written, run_url=github_run_url(os.environ))
+                self.written += write_markdown(text, outputs.markdown_path, outputs.step_summary)
+        except (OutputWriteError, OutputError) as exc:  # a full disk, a folder gone: one line, not a traceback
+            self.write_failure = f"pytest-mllm: error: {exc}"
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def _settings(self) -> dict[str, Any]:
         gates = self.options.gates
@@ -292,6 +299,8 @@ class MllmHooks:
         failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
         if failed_load:  # once, with the count, instead of the same message under every sample
             terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)
+        if self.write_failure:
+            terminalreporter.write_line(self.write_failure, red=True, bold=True)
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from _pytest.mark.structures import Mark
 
+from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.evaluation import AnySample
 from pytest_mllm.harness.stash import RUN_KEY
@@ -55,7 +56,7 @@ class BenchmarkFile(pytest.File):
         item_class = VrpPropertyItem if evaluation.variant_mode(spec) == "property" else SampleItem
         for order, sample in enumerate(samples):
             kind = item_class if isinstance(sample, Sample) else SampleItem
-            item = kind.from_parent(self, name=sample.id, sample=sample, spec=spec, order=order)
+            item = kind.from_parent(self, name=printable(sample.id), sample=sample, spec=spec, order=order)
             item.own_markers.extend(marks.for_task(sample.task))
             yield item
 
@@ -114,7 +115,7 @@ class SampleItem(pytest.Item):
             record = run.record_for(self)
         self.records = [record]
         if record["status"] == "error":
-            raise SampleError(record["error"])
+            raise SampleError(printable(record["error"] or "", keep_lines=True))
         if record["status"] == "incorrect" and run.strict:
             raise IncorrectAnswer(describe_incorrect(record))
 

@@ -6,6 +6,7 @@ Every problem is a `pytest.UsageError` naming the option before anything runs.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
-from pytest_mllm.engine.spec import SpecError, find_spec
+from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
+from pytest_mllm.report.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
@@ -230,8 +232,16 @@ class Options:
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
                               "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them
+            from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
+
+            spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
+            inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
+                "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
+                "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
+                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
             try:
-                outputs.check()
+                outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
+                              if evaluation.optimize else ())
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
@@ -267,6 +277,8 @@ def _max_new_tokens(config: pytest.Config) -> int | None:
             raise pytest.UsageError(f"{source} must be a whole number of tokens, at least 1, got {raw!r}") from None
     if value < 1:
         raise pytest.UsageError(f"{source} must be at least 1, got {value}")
+    if value > MAX_NEW_TOKENS:
+        raise pytest.UsageError(f"{source} must be at most {MAX_NEW_TOKENS} tokens, got {value}")
     return value
 
 
@@ -301,19 +313,28 @@ def _gates(config: pytest.Config) -> GateSettings:
                         skip_missing=bool(config.getini("mllm_gate_skip_missing") if skip is None else skip))
 
 
-_RANGES = (  # option, lowest value, what it is
-    ("mllm_batch_size", 1, "at least 1"), ("mllm_max_image_pixels", 1, "a number of pixels, at least 1"),
-    ("mllm_show_incorrect", 0, "0 or more"), ("mllm_vrp_examples", 1, "at least 1"),
-    ("mllm_judge_max_tokens", 1, "at least 1"), ("mllm_optimizer_max_tokens", 1, "at least 1"),
-    ("mllm_gpus_per_worker", 1, "at least 1"), ("mllm_judge_temperature", 0, "0 or more"),
+_RANGES = (  # option, lowest value, highest value, what it is
+    ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
+    ("mllm_show_incorrect", 0, None, "0 or more"), ("mllm_vrp_examples", 1, 1 << 20, "at least 1"),
+    ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
+    ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
+    ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
+    ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
+    ("mllm_concurrency", 1, 1 << 12, "1 or more"),
 )
 
 
 def _check_ranges(config: pytest.Config) -> None:
-    for name, lowest, wanted in _RANGES:
+    """Every numeric option within its bounds, and a number (not nan, not inf)."""
+    for name, lowest, highest, wanted in _RANGES:
         value = config.getoption(name)
-        if value is not None and value < lowest:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {value}")
+        if value is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if not math.isfinite(value) or value < lowest or (name == "mllm_timeout" and value == 0):
+            raise pytest.UsageError(f"{flag} must be {wanted}, got {value}")
+        if highest is not None and value > highest:
+            raise pytest.UsageError(f"{flag} must be at most {highest}, got {value}")
 
 
 def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[str, Path] | None:

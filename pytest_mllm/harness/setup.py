@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
+import warnings
 
 import pytest
 
@@ -47,13 +48,21 @@ def start_run(config: pytest.Config) -> None:
 
     load_report = ModelLoadReport(config)
     try:
-        evaluation = Evaluation(options.evaluation, make_model=lambda: config.hook.pytest_mllm_make_model(
-            spec=model, config=config), on_load=load_report)
+        with warnings.catch_warnings(record=True) as caught:  # the cache set aside: shown in the warnings summary
+            warnings.simplefilter("always")
+            evaluation = Evaluation(options.evaluation, make_model=lambda: config.hook.pytest_mllm_make_model(
+                spec=model, config=config), on_load=load_report)
     except PromptsFileError as exc:
         raise pytest.UsageError(str(exc)) from None
     except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
         raise pytest.UsageError(f"the response cache {options.evaluation.cache_path} cannot be opened ({exc}); "
                                 "pass --mllm-cache-dir=DIR (a writable folder) or --mllm-cache=off") from None
+    for warning in caught:
+        if type(warning.message).__name__ == "CacheWarning":  # located at the cache file
+            config.hook.pytest_warning_recorded.call_historic(
+                kwargs={"warning_message": warning, "when": "config", "nodeid": "", "location": None})
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if not hasattr(config, "workerinput"):  # the controller checks them, once
         _check_gate_paths(options, evaluation)
     hooks = MllmHooks(config, options, evaluation, load_report)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from pytest_mllm.echo import excerpt
+
 Message = dict[str, Any]
 Rule = Literal[1, 2]
 
@@ -197,12 +199,14 @@ def load_prompts(path: Path) -> tuple[Prompt, ...]:
     """
     import yaml
 
+    from pytest_mllm.safe_yaml import load_yaml
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PromptsFileError(f"{path}: cannot read the judge prompts file: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise PromptsFileError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     return parse_prompts(data, str(path))
@@ -249,14 +253,14 @@ def _parse_prompt(entry: Any, where: str, fail: Any) -> Prompt:
             raise fail(f"{where}.{name}", "missing")
     rule = entry["rule"]
     if isinstance(rule, bool) or rule not in (1, 2):
-        raise fail(f"{where}.rule", f"must be 1 or 2, not {rule!r}")
+        raise fail(f"{where}.rule", f"must be 1 or 2, not {excerpt(rule)}")
     for name in ("id", "key", "system", "user"):
         value = entry[name]
         if not isinstance(value, str) or not value.strip():
-            raise fail(f"{where}.{name}", f"must be a non-empty string, not {value!r}")
+            raise fail(f"{where}.{name}", f"must be a non-empty string, not {excerpt(value)}")
     key, user = entry["key"], entry["user"]
     if key != key.strip() or "\n" in key:
-        raise fail(f"{where}.key", f"must be one line without surrounding spaces, not {key!r}")
+        raise fail(f"{where}.key", f"must be one line without surrounding spaces, not {excerpt(key)}")
     names = set(_PLACEHOLDER.findall(user))
     unknown_names = sorted(names - set(PLACEHOLDERS))
     if unknown_names:

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, read_subset
 from pytest_mllm.sample import BadSample, Sample
 
@@ -53,11 +54,58 @@ def _loader(name: str) -> Loader:
     raise SpecError(f"{name!r} is not a known loader")
 
 
+# The `loader_options` keys each loader reads; any other key is a spec error (a misspelled `split`
+# would otherwise run every split).
+OPTION_KEYS: dict[str, tuple[str, ...]] = {
+    "mme": (), "mme_results": (), "jsonl": (),
+    "tsv": ("split", "task", "task_column", "task_separator"),
+    "parquet": ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is"),
+    "vqa": ("per_dataset", "seed"),
+    "shapes": ("images_per_task", "seed"),
+    "vrp_shapes": ("sources", "seed"),
+}
+
+
+def check_loader_options(spec: BenchmarkSpec) -> None:
+    """SpecError naming the first `loader_options` key the spec's loader does not read, with the key
+    it most likely meant."""
+    import difflib
+
+    known = OPTION_KEYS.get(spec.loader, ())
+    for key in spec.loader_options:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        takes = f"allowed: {', '.join(known)}" if known else "it takes none"
+        raise SpecError(f"{spec.path}: field 'loader_options.{printable(str(key))[:60]}': unknown option of the "
+                        f"{spec.loader} loader{hint} ({takes})")
+
+
+def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
+    """SpecError for a task name that cannot be a file name (MME's results format writes `<task>.txt`)."""
+    from pytest_mllm.echo import excerpt
+    from pytest_mllm.report.output_paths import file_name_problem
+
+    seen: set[str] = set()
+    for sample in samples:
+        if sample.task in seen:
+            continue
+        seen.add(sample.task)
+        problem = file_name_problem(sample.task)
+        if problem is not None:
+            raise SpecError(f"benchmark {spec.name!r}: task name {excerpt(sample.task)} (sample {excerpt(sample.id)}) "
+                            f"{problem}; a task name must be able to name a file (--mllm-mme-results writes "
+                            "<task>.txt): rename the task in the data")
+
+
 def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
-    """All samples of a benchmark, in a deterministic order; duplicate ids are an error.
+    """All samples of a benchmark, in a deterministic order; duplicate ids and task names that cannot
+    name a file are errors, and so is a `loader_options` key the loader does not read.
 
     A spec with a `subset` file keeps only the samples it lists, in the benchmark's order.
     """
+    check_loader_options(spec)
     try:
         samples = _loader(spec.loader)(spec, root)
     except UnicodeDecodeError as exc:
@@ -68,11 +116,12 @@ def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
         where = root / spec.data_file if root is not None and spec.data_file else root or spec.path
         raise SpecError(f"benchmark {spec.name!r}: no samples in {where}; check the spec's data.file and "
                         "the data root (--mllm-data)")
+    check_task_names(spec, samples)
     dupes = [sid for sid, n in Counter(s.id for s in samples).items() if n > 1]
     if dupes:
         where = root if root is not None else spec.path
         raise SpecError(
-            f"benchmark {spec.name!r}: duplicate sample id {dupes[0]!r} in {where} "
+            f"benchmark {spec.name!r}: duplicate sample id {printable(repr(dupes[0]))} in {where} "
             f"({len(dupes)} duplicated id(s)); every sample needs a unique id"
         )
     if spec.subset is not None:

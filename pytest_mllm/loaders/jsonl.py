@@ -29,8 +29,10 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
+        from pytest_mllm.safe_yaml import load_yaml
+
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
         except yaml.YAMLError as exc:
             raise SpecError(f"{path}: not valid YAML: {exc}") from None
         data = data.get("samples") if isinstance(data, dict) else data
@@ -44,6 +46,8 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
                 entries.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
                 entries.append((number, exc))
+            except RecursionError:  # thousands of nested brackets: this line errors alone
+                entries.append((number, ValueError("nested too deeply to read (thousands of levels)")))
     return entries
 
 

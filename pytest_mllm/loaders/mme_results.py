@@ -64,10 +64,11 @@ def write_mme_results(records: Iterable[Mapping[str, Any]], folder: Path) -> lis
             record["answer"].capitalize(), _one_line(record["response"]),
         ])
         by_task.setdefault(record["task"], []).append(row)
-    folder.mkdir(parents=True, exist_ok=True)
+    from pytest_mllm.report.output_paths import inside_folder, write_atomically
+
     written = []
     for task, rows in by_task.items():
-        path = folder / f"{task}.txt"
-        path.write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+        path = inside_folder(folder, f"{task}.txt")
+        write_atomically(path, "".join(row + "\n" for row in rows), what="MME results file")
         written.append(path)
     return written

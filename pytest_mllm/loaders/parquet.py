@@ -31,6 +31,10 @@ loader_options:
   where:    keep only the rows whose columns hold these values ({column: value or list of values},
             compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
+  answer_is: how a choice question's answer cell is read: letter, index (0-based) or text (an option's);
+            without it a letter, else an index (an option's text too with the `answer_option_text`
+            deviation, and a cell that reading and its index take to different options, '2' with the
+            options ['5', '2', '7'], is that row's error)
 
 The answer, category, l2_category and option cells are read as the benchmark's reference reads its
 TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
@@ -56,7 +60,8 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category")
-OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where")
+OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is")
+ANSWER_READINGS = ("letter", "index", "text")  # loader_options.answer_is: how a choice answer cell is read
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
 
@@ -77,7 +82,11 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     inline = options.get("options_in_question", False)
     if not isinstance(inline, bool):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question' must be true or false")
-    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations))
+    answer_is = options.get("answer_is")
+    if answer_is is not None and answer_is not in ANSWER_READINGS:
+        raise SpecError(f"{spec.path}: field 'loader_options.answer_is': {answer_is!r} is not one of "
+                        f"{', '.join(ANSWER_READINGS)}")
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations), answer_is)
     if rules.inline_options and columns.get("choices"):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
                         "question or from columns.choices, not both")
@@ -123,6 +132,7 @@ class _Rules(NamedTuple):
     answers: dict[str, str]
     inline_options: bool = False
     deviations: frozenset[str] = frozenset()
+    answer_is: str | None = None  # how a choice answer is read: letter, index or text (None: letter, else index)
 
 
 def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
@@ -146,6 +156,8 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
     """The YAML front matter of a dataset card (an empty mapping when there is none)."""
     import yaml
 
+    from pytest_mllm.safe_yaml import load_yaml
+
     try:
         text = readme.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -154,7 +166,7 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
     if not match:
         return {}
     try:
-        data = yaml.safe_load(match.group(1))
+        data = load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise SpecError(f"{readme}: the YAML front matter is not valid YAML: {exc}") from None
     return data if isinstance(data, dict) else {}
@@ -479,7 +491,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
                         if "keep_na_words" in rules.deviations or text not in NA_WORDS)
     if choices:
         answer_type = "choice"
-        answer = _choice_answer(answer, choices, "answer_option_text" in rules.deviations)
+        answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is,
+                                "answer_option_text" in rules.deviations)
     elif answer.lower() in ("yes", "no") and not references[1:]:
         answer_type = "yes_no"
     else:
@@ -518,17 +531,27 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
     return tuple((letter, str(text)) for letter, text in zip(_LETTERS, cell) if text is not None)
 
 
-def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], option_text: bool = False) -> str:
-    """The answer as an option letter: a letter, or an option's index (0-based) in a choices list;
-    with `option_text` (a deviation), an option's text. Any other answer is kept: the reference
-    compares it with the option read from the response, which it never equals."""
+def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str,
+                   answer_is: str | None = None, option_text: bool = False) -> str:
+    """The answer as an option letter: as `answer_is` says (letter, index or text), else a letter or an
+    option's index (0-based); an option's text too with `option_text` (a deviation), and then a cell
+    whose index and text name different options ('2' with the options ['5', '2', '7']) is an error.
+    An answer no reading takes is kept: the reference compares it with the option read from the
+    response, which it never equals (scored, never right)."""
     letters = [letter for letter, _ in choices]
-    if answer.upper() in letters:
-        return answer.upper()
-    if answer.isdigit() and int(answer) < len(_LETTERS):
-        return _LETTERS[int(answer)]
-    for letter, text in choices if option_text else ():
-        if text == answer:
-            return letter
-    return answer
+    readings = {
+        "letter": answer.upper() if answer.upper() in letters else None,
+        "index": letters[int(answer)] if answer.isdigit() and int(answer) < len(letters) else None,
+        "text": next((letter for letter, text in choices if text == answer), None),
+    }
+    if answer_is is not None:
+        return readings[answer_is] or answer
+    if not option_text:
+        return readings["letter"] or readings["index"] or answer
+    found = {kind: letter for kind, letter in readings.items() if letter is not None}
+    if len(set(found.values())) > 1:
+        ways = ", ".join(f"option {letter} by its {kind}" for kind, letter in found.items())
+        raise ValueError(f"field {field_name!r}: answer {answer!r} is ambiguous ({ways}); say how answers are "
+                         f"read with loader_options.answer_is: {' or '.join(found)}")
+    return next(iter(found.values()), answer)
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from pytest_mllm.echo import clip
+
 # the cell texts pandas' readers take as missing by default (VLMEvalKit reads predictions with them)
 PANDAS_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
                             "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -125,6 +127,11 @@ def read_vlmevalkit_xlsx(path: Path) -> Predictions:
             raise PredictionFileError(f"{path}: the first sheet's header has no 'index' and 'prediction' columns "
                                       "(a VLMEvalKit prediction file has both)")
         return _table(path, header, ((number, list(cells)) for number, cells in enumerate(lines, start=2)))
+    except PredictionFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the sheet's XML, read as it is iterated (an entity bomb, a broken cell)
+        raise PredictionFileError(f"{path}: the first sheet cannot be read ({type(exc).__name__}: "
+                                  f"{clip(str(exc), 200)})") from None
     finally:
         book.close()
 
@@ -185,6 +192,8 @@ def json_lines(path: Path, text: str, error: type[Exception], hint: str = "") ->
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise error(f"{path}:{number}: not valid JSON ({exc}){hint}") from None
+            except RecursionError:
+                raise error(f"{path}:{number}: nested too deeply to read{hint}") from None
 
 
 def read_lmms_eval_samples(path: Path, text: str) -> Predictions:

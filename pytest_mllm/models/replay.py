@@ -64,7 +64,11 @@ class ReplayModel:
         self._by_question: dict[tuple[str, str, str], str] = {}
         self._recorded: dict[Any, Recorded] = {}  # the key of `_by_id` or `_by_row` → the row's checkable fields
         if path.is_dir():
-            for line in read_mme_results(path):
+            try:
+                lines = read_mme_results(path)
+            except (ValueError, OSError) as exc:  # no <subtask>.txt, a line of another shape, not UTF-8
+                raise ReplayFileError(f"replay folder {path}: {exc} ({_formats_hint()})") from None
+            for line in lines:
                 self._by_question[(line.task, line.image, line.question)] = line.response
         elif path.is_file():
             self._read_file(path)
@@ -81,7 +85,7 @@ class ReplayModel:
             raise ReplayFileError(f"replay recording {path} cannot be read: {exc} ({_formats_hint()})") from None
         try:
             document = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             document = None  # not one JSON document: JSON Lines, a TSV, or nothing we read
         first = _first_line(text)
         rows = vlmevalkit_json_rows(document)
@@ -190,7 +194,7 @@ def _json_or_none(line: str) -> Any:
     """The line's JSON value, None when it is not JSON."""
     try:
         return json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 

@@ -48,7 +48,7 @@ def load_results(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CompareError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
         raise CompareError(f"{path}: not a pytest-mllm results file (not JSON: {exc})") from None
     problem = _shape_problem(document)
     if problem:
@@ -480,10 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if len(args.results) < 2:
         parser.error("give two or more results files: the base first, then the runs to compare with it")
+    from pytest_mllm.report.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
+
     try:
+        check_outputs([Output(f"--{name}", path) for name, path in (("json", args.json), ("html", args.html)) if path],
+                      [Input(f"results file {n} ({path.name})", path) for n, path in enumerate(args.results, 1)])
         limits = [parse_max_drop(text) for text in args.max_drop]
         documents = [load_results(path) for path in args.results]
-    except (GateSyntaxError, CompareError) as exc:
+    except (GateSyntaxError, CompareError, OutputError) as exc:
         print(f"pytest-mllm-compare: error: {exc}", file=sys.stderr)
         return 2
     comparison = compare(documents, _labels(args.results), limits)
@@ -503,13 +507,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(show(_paired_table(rows)))
     if comparison["gates"]:
         console.print(show(_gates_table(comparison["gates"])))
-    if args.json:
-        from pytest_mllm.report.results import write_json
+    try:
+        if args.json:
+            from pytest_mllm.report.results import write_json
 
-        write_json(args.json, comparison)
-    if args.html:
-        write_compare_html(comparison, args.html)
-        console.print(f"comparison report written to {args.html}", highlight=False)
+            write_json(args.json, comparison)
+        if args.html:
+            write_compare_html(comparison, args.html)
+            console.print(f"comparison report written to {args.html}", highlight=False)
+    except OutputWriteError as exc:
+        print(f"pytest-mllm-compare: error: {exc}", file=sys.stderr)
+        return 2
     return 1 if any(g["verdict"] == "fail" for g in comparison["gates"]) else 0
 
 

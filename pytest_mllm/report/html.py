@@ -264,11 +264,10 @@ def render_page(title: str, subtitle: str, cards: Sequence[Card], sections: Sequ
 
 
 def write_page(html: str, path: Path) -> None:
-    """Write atomically, so an interrupted write never leaves half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    """Write atomically, so an interrupted write never leaves half a page (OutputWriteError on failure)."""
+    from pytest_mllm.report.output_paths import write_atomically
+
+    write_atomically(path, html, what="the HTML report")
 
 
 # -- the run report's sections --------------------------------------------------------------

@@ -175,7 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="largest allowed drop against --baseline, as --mllm-max-drop")
     parser.add_argument("--html", type=Path, help="also write the HTML report here")
     args = parser.parse_args(argv)
+    from pytest_mllm.report.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
+
     try:
+        check_outputs([Output("OUT", args.out), *([Output("--html", args.html)] if args.html else [])],
+                      [*(Input(f"shard file {n} ({path.name})", path) for n, path in enumerate(args.shards, 1)),
+                       *([Input("the --baseline file", args.baseline)] if args.baseline else [])])
         drops = [parse_max_drop(d) for d in args.max_drop]
         if drops and not args.baseline:
             raise MergeError("--max-drop needs --baseline=PATH (a --mllm-json file)")
@@ -185,12 +190,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         gates = GateSettings(gates=[parse_gate(g) for g in args.gate], max_drops=drops, baseline=args.baseline,
                              skip_missing=args.gate_skip_missing)
         document, results = merge(args.shards, gates)
-    except (MergeError, GateSyntaxError) as exc:
+    except (MergeError, GateSyntaxError, OutputError) as exc:
         print(f"pytest-mllm-merge: error: {exc}", file=sys.stderr)
         return 2
     from pytest_mllm.report.results import write_json
 
-    write_json(args.out, document)
+    try:
+        write_json(args.out, document)
+    except OutputWriteError as exc:
+        print(f"pytest-mllm-merge: error: {exc}", file=sys.stderr)
+        return 2
     for name, result in results.items():
         headline = result.spec.headline
         value = result.metrics.get(headline)
@@ -202,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.html:
         from pytest_mllm.report.html import write_html
 
-        write_html(document, args.html)
+        try:
+            write_html(document, args.html)
+        except OutputWriteError as exc:
+            print(f"pytest-mllm-merge: error: {exc}", file=sys.stderr)
+            return 2
         print(f"HTML report written to {args.html}")
     return 1 if any(v["verdict"] == "fail" for v in document["gates"]) else 0
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.report.output_paths import Input, Output, OutputError, check_outputs
 from pytest_mllm.report.results import BenchmarkResult
+
+__all__ = ["Input", "OutputError", "Outputs"]
 
 
 @dataclass(frozen=True)
@@ -21,17 +24,17 @@ class Outputs:
     markdown_path: Path | None = None  # --mllm-markdown
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY: the summary is appended to it
 
-    def check(self) -> None:
-        """Before anything runs: each output can be written (parent folders are created now).
+    def check(self, inputs: Iterable[Input] = (), also: Iterable[Output] = ()) -> None:
+        """Before anything runs: each output (these and `also`) is distinct from the run's inputs and from
+        the other outputs, and writable (parent folders are created now; a probe file is created and removed).
 
         OutputError names the option, the path and the fix.
         """
-        for option, path, folder in (("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False),
-                                     ("--mllm-vrp-radar", self.vrp_radar, False),
-                                     ("--mllm-markdown", self.markdown_path, False),
-                                     ("--mllm-mme-results", self.mme_results, True)):
-            if path is not None:
-                _check_writable(option, path, folder)
+        check_outputs([Output(option, path, folder) for option, path, folder in (
+            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False),
+            ("--mllm-vrp-radar", self.vrp_radar, False), ("--mllm-markdown", self.markdown_path, False),
+            ("--mllm-mme-results", self.mme_results, True))
+            if path is not None] + list(also), inputs)
 
     def write(self, document: dict[str, Any], results: dict[str, BenchmarkResult]) -> list[tuple[str, Path]]:
         """Write every requested output; (what, where) of the ones written."""
@@ -55,32 +58,3 @@ class Outputs:
 
             write_mme_results([r for res in results.values() for r in res.records], self.mme_results)
         return written
-
-
-class OutputError(ValueError):
-    """An output path that cannot be written; the message names the option and the fix."""
-
-
-def _check_writable(option: str, path: Path, folder: bool) -> None:
-    """`path` (a file, or a folder when `folder`) can be written: its parents exist or are made now."""
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise OutputError(f"{option}={path}: a file is in the way; give a folder path (it is created)")
-        target = path
-    else:
-        if path.is_dir():
-            raise OutputError(f"{option}={path}: is a folder; give a file path, e.g. {path / 'results'}"
-                              f"{path.suffix or _SUFFIX.get(option, '')}")
-        if path.exists() and not os.access(path, os.W_OK):
-            raise OutputError(f"{option}={path}: the file exists and is not writable; give another path")
-        target = path.parent
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{option}={path}: cannot create the folder {target} ({exc.strerror or exc}); "
-                          "give a path in a writable folder") from None
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise OutputError(f"{option}={path}: the folder {target} is not writable; give a path in a writable folder")
-
-
-_SUFFIX = {"--mllm-json": ".json", "--mllm-html": ".html", "--mllm-vrp-radar": ".png", "--mllm-markdown": ".md"}

@@ -173,8 +173,7 @@ def document_text(document: Mapping[str, Any]) -> str:
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
-    """Write atomically, so an interrupted write never leaves a half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(document_text(document), encoding="utf-8")
-    tmp.replace(path)
+    """Write atomically, so an interrupted write never leaves a half file (OutputWriteError on failure)."""
+    from pytest_mllm.report.output_paths import write_atomically
+
+    write_atomically(path, document_text(document), what="the results")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any, Iterable, Mapping
 
+from pytest_mllm.echo import printable
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 
@@ -38,9 +39,9 @@ def _scopes(result: BenchmarkResult) -> Iterable[tuple[str, str, dict[str, Any]]
     """(label, key, scope): overall, then groups, then tasks."""
     yield "overall", "overall", result.scopes["overall"]
     for name, scope in result.scopes["groups"].items():
-        yield f"[{name}]", name, scope
+        yield f"[{printable(name)}]", name, scope
     for name, scope in result.scopes["tasks"].items():
-        yield f"  {name}", name, scope
+        yield f"  {printable(name)}", name, scope
 
 
 def _durations(result: BenchmarkResult) -> dict[str, float]:
@@ -143,7 +144,7 @@ def category_table(result: BenchmarkResult) -> Any | None:
                          *((_HEADERS[c], "right") for c in circular)):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for kind, name, scope in rows:
-        table.add_row("l2" if kind == "l2_categories" else "category", name, str(scope.get("count", 0)),
+        table.add_row("l2" if kind == "l2_categories" else "category", printable(name), str(scope.get("count", 0)),
                       _fmt(scope.get("accuracy")), *(_fmt(scope.get(c)) for c in circular))
     return table
 
@@ -249,7 +250,7 @@ def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str
         response = (record["response"] or "").replace("\n", " ")
         response = response if len(response) <= 80 else response[:77] + "..."
         score = f" (score {record['score']:.3f})" if record.get("score") is not None else ""
-        lines.append(f"{record['benchmark']}::{record['id']}: Q {record['question']!r} "
+        lines.append(f"{record['benchmark']}::{printable(record['id'])}: Q {record['question']!r} "
                      f"expected {record['answer']!r}, got {response!r} → {record['parsed']!r}{score}")
     if len(wrong) > limit:
         lines.append(f"… and {len(wrong) - limit} more (all of them are in --mllm-json; -v lists each)")

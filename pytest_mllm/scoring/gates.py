@@ -161,7 +161,7 @@ def load_baseline(path: Path) -> dict[str, dict[str, float]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {name: dict(b["metrics"]) for name, b in data["benchmarks"].items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise GateSyntaxError(f"cannot read baseline results {path}: {exc!s} (expected a --mllm-json file)") from None
 
 

@@ -118,6 +118,13 @@ def scope_keys(declared: Collection[str]) -> frozenset[str] | None:
     return frozenset(keys)
 
 
+def headline_names(declared: Collection[str]) -> list[str] | None:
+    """The values a benchmark declaring these metrics reports in every scope: a headline is one of them
+    (None when one of its metrics does not declare its values)."""
+    keys = scope_keys(declared)
+    return None if keys is None else sorted(keys)
+
+
 def register(metric: Metric) -> None:
     """Add a metric after the built-in ones (a plugin's, a test's); a spec may then declare it."""
     global KNOWN_METRICS

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from pytest_mllm.echo import excerpt
 from pytest_mllm.tpeval.score import Candidate
 from pytest_mllm.tpeval.slot import PLACEHOLDERS
 
@@ -105,9 +106,11 @@ def read_prompts(path: str | os.PathLike[str]) -> PromptsFile:
     """Read and check a prompts file; PromptsFileError for anything wrong in it."""
     import yaml
 
+    from pytest_mllm.safe_yaml import load_yaml
+
     source = Path(path)
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        raw = load_yaml(source.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PromptsFileError(f"cannot read prompts file {source}: {exc.strerror or exc}; check the path "
                                "given to --mllm-prompts") from None
@@ -125,7 +128,7 @@ def _parse(source: Path, raw: Any) -> PromptsFile:
         raise PromptsFileError(f"prompts file {source}: must be a YAML mapping starting with 'format: {FORMAT}'; "
                                "write it with a TP-Eval optimization run")
     if raw.get("format") != FORMAT:
-        got = "missing" if "format" not in raw else f"{raw['format']!r}"
+        got = "missing" if "format" not in raw else excerpt(raw['format'])
         raise fail("format", f"expected {FORMAT!r}, got {got}",
                    "this is not a pytest-mllm prompts file (or one from another version): write it again")
 
@@ -135,7 +138,7 @@ def _parse(source: Path, raw: Any) -> PromptsFile:
         if value is None:
             raise fail(name, "missing (required)", f"add '{name.rsplit('.', 1)[-1]}:' to the file")
         if not isinstance(value, str):
-            raise fail(name, f"must be a string, got {type(value).__name__} {value!r}", "quote the value")
+            raise fail(name, f"must be a string, got {excerpt(value)}", "quote the value")
         return value
 
     model = text(raw.get("model"), "model")
@@ -167,13 +170,13 @@ def _parse(source: Path, raw: Any) -> PromptsFile:
         _check_template(template, f"{where}.template", fail)
         mode = text(entry.get("mode"), f"{where}.mode", required=False, default="prompt")
         if mode not in TASK_MODES:
-            raise fail(f"{where}.mode", f"{mode!r} is not one of {', '.join(TASK_MODES)}", "use one of those")
+            raise fail(f"{where}.mode", f"{excerpt(mode)} is not one of {', '.join(TASK_MODES)}", "use one of those")
         d_few = entry.get("d_few") or []
         if not isinstance(d_few, list) or not all(isinstance(i, (str, int)) for i in d_few):
             raise fail(f"{where}.d_few", "must be a list of sample ids", "write it as [id1, id2, ...]")
         size = entry.get("d_few_size")
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size != len(d_few)):
-            raise fail(f"{where}.d_few_size", f"must be the number of ids in d_few ({len(d_few)}), got {size!r}",
+            raise fail(f"{where}.d_few_size", f"must be the number of ids in d_few ({len(d_few)}), got {excerpt(size)}",
                        "correct it or leave it out")
         d_few_source = text(entry.get("d_few_source"), f"{where}.d_few_source", required=False)
         history_raw = entry.get("history") or []

@@ -32,9 +32,15 @@ def radar_figure(vrp_by_benchmark: Mapping[str, Mapping[str, Any]]) -> Any:
 
 def write_radar(vrp_by_benchmark: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
     """The radar chart as a file: PNG or SVG by the file's suffix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    radar_figure(vrp_by_benchmark).savefig(path, bbox_inches="tight",
+    import io
+
+    from pytest_mllm.report.output_paths import write_atomically
+
+    buffer = io.BytesIO()
+    radar_figure(vrp_by_benchmark).savefig(buffer, format=path.suffix.lstrip(".").lower() or "png",
+                                           bbox_inches="tight",
                                            metadata={"Date": None} if path.suffix == ".svg" else None)
+    write_atomically(path, buffer.getvalue(), what="the radar chart")
     return path
 
 

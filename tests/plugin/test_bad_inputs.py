@@ -10,6 +10,9 @@ $BAD_INPUTS_TABLE_PATH (default /tmp/work/bad_inputs_table.md) and printed at th
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -70,6 +73,157 @@ def nothing(tmp: Path) -> None:
     pass
 
 
+# -- builders of issue 28's cases (hostile files, faults) -------------------------------------------
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """A YAML value of 10**(levels+1) strings in a few hundred bytes ("billion laughs")."""
+    expr = "&a0 [" + ", ".join(['"lol"'] * 10) + "]"
+    for level in range(1, levels + 1):
+        expr = f"&a{level} [{expr}, " + ", ".join([f"*a{level - 1}"] * 9) + "]"
+    return expr
+
+
+DEEP_YAML = "[" * 20_000 + "]" * 20_000  # 20,000 nested lists
+DEEP_JSON = DEEP_YAML  # the same text is JSON too
+
+
+def image_bytes(kind: str) -> bytes:
+    """OK_PNG re-encoded by Pillow as `kind` (JPEG, GIF, BMP, WEBP, TIFF, ICO)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(OK_PNG)).convert("RGB").save(buffer, format=kind)
+    return buffer.getvalue()
+
+
+EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nnewpath 0 0 moveto 10 10 lineto stroke\nshowpage\n%%EOF\n"
+POSTSCRIPT = b"%!PS\n/Helvetica findfont 12 scalefont setfont 10 10 moveto (x) show showpage\n"
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
+
+
+def one_image(name: str, content: bytes) -> Callable[[Path], None]:
+    """A jsonl benchmark whose one sample shows data/<name>."""
+    row = json.dumps({"id": "a", "image": name, "question": "Red?", "answer": "yes"}) + "\n"
+    return both(jsonl_bench(rows=row), files(**{f"data__{name}": content}))
+
+
+def linked(target: str, link: str, hard: bool = False) -> Callable[[Path], None]:
+    """tmp/<link> a symbolic (or hard) link to tmp/<target>."""
+    def build(tmp: Path) -> None:
+        (tmp / link).parent.mkdir(parents=True, exist_ok=True)
+        if hard:
+            os.link(tmp / target, tmp / link)
+        else:
+            (tmp / link).symlink_to(tmp / target)
+    return build
+
+
+def parquet_bench(answer: str, options: list[str], loader_options: str = "",
+                  spec_extra: str = "") -> Callable[[Path], None]:
+    """A parquet benchmark of one multiple-choice row (question, options, answer, image)."""
+    def build(tmp: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        (tmp / "data").mkdir(exist_ok=True)
+        table = pa.table({"question": ["Which?"], "options": [options], "answer": [answer],
+                          "image": [{"bytes": OK_PNG, "path": "ok.png"}]})
+        pq.write_table(table, tmp / "data" / "test.parquet")
+        (tmp / "mine.yaml").write_text(
+            "name: mine\nloader: parquet\nparser: choice\ndata: {root: data, file: test.parquet}\n"
+            f"loader_options: {{task: t, columns: {{choices: options}}{loader_options}}}\n{spec_extra}")
+    return build
+
+
+def cache_file(columns: str) -> Callable[[Path], None]:
+    """cache/responses.sqlite3 at the current schema version, its table holding `columns`."""
+    def build(tmp: Path) -> None:
+        import sqlite3
+
+        (tmp / "cache").mkdir(exist_ok=True)
+        db = sqlite3.connect(tmp / "cache" / "responses.sqlite3")
+        db.execute(f"CREATE TABLE responses ({columns})")
+        db.execute("PRAGMA user_version=2")
+        db.commit()
+        db.close()
+    return build
+
+
+def xlsx_entity_bomb(tmp: Path) -> None:
+    """p.xlsx: a VLMEvalKit prediction workbook whose sheet declares nested XML entities."""
+    import io
+    import zipfile
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active.append(["index", "prediction"])
+    book.active.append([1, "yes"])
+    plain = io.BytesIO()
+    book.save(plain)
+    entities = '<!DOCTYPE worksheet [<!ENTITY a "aaaaaaaaaa">' + "".join(
+        f'<!ENTITY {chr(98 + i)} "' + f"&{chr(97 + i)};" * 10 + '">' for i in range(8)) + "]>"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(tmp / "p.xlsx", "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                text = data.decode()
+                at = text.index("<worksheet")
+                text = text[:at] + entities + text[at:]
+                text = text.replace("</sheetData>", '<row r="3"><c r="A3" t="inlineStr"><is><t>&i;</t></is></c></row>'
+                                                    "</sheetData>")
+                data = text.encode()
+            target.writestr(item, data)
+
+
+# A model of the user's conftest with an identity, so that its answers are cached (fault cases of the cache)
+CACHED_MODEL = '''
+from pytest_mllm.sample import Response
+
+class Counting:
+    name = "counting"
+    needs_images = False
+    identity = "counting-v1"
+
+    def __init__(self, config):
+        self.config = config
+        self.calls = 0
+
+    def generate(self, requests):
+        self.calls += 1
+        if self.calls == 2 and DISK_FULL:  # the cache's disk fills up: SQLite's own "database or disk is full"
+            from pytest_mllm.harness.stash import RUN_KEY
+
+            db = self.config.stash[RUN_KEY].evaluation.cache._db
+            db.execute(f"PRAGMA max_page_count={db.execute('PRAGMA page_count').fetchone()[0]}")
+        if DISK_FULL:  # answers of 4 kB: storing them needs new pages, which the limit refuses
+            return [Response("yes" + " ." * 2000) for _ in requests]
+        return [Response("yes") for _ in requests]
+
+def pytest_mllm_make_model(spec, config):
+    return Counting(config) if spec == "counting" else None
+'''
+COUNTING = ("--mllm=counting", "--mllm-cache-dir={tmp}/cache", "--mllm-batch-size=2")
+
+# The output folder is gone when the run ends (a file stands in its place): the final write fails with a
+# real OSError, after the up-front checks passed
+FOLDER_GONE_AT_THE_END = '''
+import shutil
+import pytest
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session):
+    folder = session.config.rootpath / "out"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.write_text("a file where the output folder was")
+    return (yield)
+'''
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -79,6 +233,7 @@ class Case:
     build: Callable[[Path], None] = nothing
     env: dict[str, str] = field(default_factory=dict)
     ini: str = ""  # lines of [tool.pytest.ini_options]
+    tool: str = ""  # "merge" or "compare": the args go to that command instead of pytest
 
 
 GOOD_SPEC = "name: mine\nloader: jsonl\nparser: mme\ndata: {root: data, file: b.jsonl}\n"
@@ -350,6 +505,222 @@ CASES = [
     Case("served: a revision with a control character", ("--mllm=openai:m", "--mllm-base-url=http://127.0.0.1:9/v1",
                                                          "--mllm-model-revision=v2\x1b[2J", "--mllm-bench=shapes", *FEW),
          USAGE, "--mllm-model-revision must be 1 to 200 printable characters"),
+    # -- issue 28: outputs never touch inputs ----------------------------------------------------------
+    Case("output: --mllm-json is the benchmark's data file", ("{tmp}/mine.yaml", YES, "--mllm-json={tmp}/data/b.jsonl"),
+         USAGE, "--mllm-json={tmp}/data/b.jsonl: that is the data file of benchmark 'mine'", jsonl_bench()),
+    Case("output: --mllm-html is the benchmark's data file", ("{tmp}/mine.yaml", YES, "--mllm-html={tmp}/data/b.jsonl"),
+         USAGE, "that is the data file of benchmark 'mine'", jsonl_bench()),
+    Case("output: --mllm-json is the spec", ("--mllm-bench={tmp}/mine.yaml", YES, "--mllm-json={tmp}/mine.yaml"),
+         USAGE, "that is the benchmark spec mine.yaml", jsonl_bench()),
+    Case("output: --mllm-json is an image of the data", ("{tmp}/mine.yaml", YES, "--mllm-json={tmp}/data/ok.png"),
+         USAGE, "that file is inside the data folder of benchmark 'mine'", jsonl_bench()),
+    Case("output: --mllm-json is a symbolic link to the data file", ("{tmp}/mine.yaml", YES,
+         "--mllm-json={tmp}/out.json"), USAGE, "that is the data file of benchmark 'mine'",
+         both(jsonl_bench(), linked("data/b.jsonl", "out.json"))),
+    Case("output: --mllm-json is a hard link to the data file", ("{tmp}/mine.yaml", YES,
+         "--mllm-json={tmp}/out.json"), USAGE, "that is the data file of benchmark 'mine'",
+         both(jsonl_bench(), linked("data/b.jsonl", "out.json", hard=True))),
+    Case("output: --mllm-json and --mllm-html are one file", (*SHAPES, "--mllm-json={tmp}/r", "--mllm-html={tmp}/r"),
+         USAGE, "--mllm-json and --mllm-html both name"),
+    Case("output: --mllm-json and --mllm-vrp-radar are one file", (*SHAPES, "--mllm-json={tmp}/r.png",
+         "--mllm-vrp-radar={tmp}/r.png"), USAGE, "--mllm-json and --mllm-vrp-radar both name"),
+    Case("output: --mllm-json is the baseline", (*SHAPES, "--mllm-baseline={tmp}/b.json", "--mllm-json={tmp}/b.json"),
+         USAGE, "that is the --mllm-baseline file", files(**{"b.json": '{"benchmarks": {}}'})),
+    Case("output: --mllm-json is the replayed recording", ("--mllm=replay:{tmp}/p.jsonl", "--mllm-bench=shapes",
+         "--mllm-json={tmp}/p.jsonl"), USAGE, "that is the recording --mllm=replay:",
+         files(**{"p.jsonl": '{"id": "x", "response": "yes"}\n'})),
+    Case("output: --mllm-mme-results is the replayed MME results folder", ("--mllm=replay:{tmp}/res",
+         "--mllm-bench=shapes", "--mllm-mme-results={tmp}/res"), USAGE, "that is the recording --mllm=replay:",
+         files(**{"res__existence.txt": "a.png\tIs it?\tYes\tyes\n"})),
+    Case("output: --mllm-json is the --mllm-prompts file", (*SHAPES, "--mllm-prompts={tmp}/p.yaml",
+         "--mllm-json={tmp}/p.yaml"), USAGE, "that is the --mllm-prompts file", files(**{"p.yaml": "x: 1\n"})),
+    Case("output: --mllm-json is the response cache", ("--mllm=tiny-llava", "--mllm-bench=shapes",
+         "--mllm-cache-dir={tmp}/c", "--mllm-json={tmp}/c/responses.sqlite3"), USAGE, "that is the response cache"),
+    Case("output: --mllm-optimize is the spec", ("--mllm-bench={tmp}/mine.yaml", YES, "--mllm-optimize={tmp}/mine.yaml",
+         "--mllm-optimizer=openai:o", "--mllm-optimizer-base-url=http://127.0.0.1:9/v1"), USAGE,
+         "--mllm-optimize={tmp}/mine.yaml: that is the benchmark spec", jsonl_bench()),
+    Case("output: --mllm-json under /proc", (*SHAPES, "--mllm-json=/proc/results.json"), USAGE,
+         "--mllm-json=/proc/results.json: the folder /proc is not writable"),
+    Case("output: --mllm-html under /proc", (*SHAPES, "--mllm-html=/proc/r.html"), USAGE,
+         "--mllm-html=/proc/r.html: the folder /proc is not writable"),
+    Case("output: --mllm-mme-results under /proc", (*SHAPES, "--mllm-mme-results=/proc/mme"), USAGE,
+         "--mllm-mme-results=/proc/mme: cannot create the folder"),
+    Case("output: --mllm-json in the data folder, a new file, is written", ("{tmp}/mine.yaml", YES,
+         "--mllm-json={tmp}/data/results.json"), OK, "results written to", jsonl_bench()),
+    Case("output: --mllm-json over an earlier results file in the data folder", ("{tmp}/mine.yaml", YES,
+         "--mllm-json={tmp}/data/results.json"), OK, "results written to",
+         both(jsonl_bench(), files(**{"data__results.json": '{\n "pytest_mllm": "0.1.0",\n "records": []\n}\n'}))),
+    Case("output: the final write fails, one error", (*SHAPES, *FEW, "--mllm-json={tmp}/out/r.json"), USAGE,
+         "pytest-mllm: error: cannot write the results {tmp}/out/r.json (File exists)",
+         files(**{"conftest.py": FOLDER_GONE_AT_THE_END})),
+    Case("output: the HTML report's final write fails, one error", (*SHAPES, *FEW, "--mllm-html={tmp}/out/r.html"),
+         USAGE, "pytest-mllm: error: cannot write the HTML report", files(**{"conftest.py": FOLDER_GONE_AT_THE_END})),
+    # -- issue 28: merge and compare outputs -------------------------------------------------------------
+    Case("merge: the output forgotten (a shard would be replaced)", ("{tmp}/s1.json", "{tmp}/s1.json", "{tmp}/s2.json"),
+         2, "pytest-mllm-merge: error: OUT={tmp}/s1.json: that is shard file 1 (s1.json)",
+         files(**{"s1.json": "{}", "s2.json": "{}"}), tool="merge"),
+    Case("merge: --html is the output", ("{tmp}/m.json", "{tmp}/s1.json", "--html={tmp}/m.json"), 2,
+         "OUT and --html both name", files(**{"s1.json": "{}"}), tool="merge"),
+    Case("merge: --html is the baseline", ("{tmp}/m.json", "{tmp}/s1.json", "--baseline={tmp}/b.json",
+         "--html={tmp}/b.json"), 2, "--html={tmp}/b.json: that is the --baseline file",
+         files(**{"s1.json": "{}", "b.json": "{}"}), tool="merge"),
+    Case("merge: output under /proc", ("/proc/merged.json", "{tmp}/s1.json"), 2,
+         "OUT=/proc/merged.json: the folder /proc is not writable", files(**{"s1.json": "{}"}), tool="merge"),
+    Case("merge: output is a folder", ("{tmp}/out", "{tmp}/s1.json"), 2, "OUT={tmp}/out: is a folder",
+         files(**{"s1.json": "{}", "out": "<dir>"}), tool="merge"),
+    Case("compare: --html is a results file", ("{tmp}/a.json", "{tmp}/b.json", "--html={tmp}/b.json"), 2,
+         "--html={tmp}/b.json: that is results file 2 (b.json)", files(**{"a.json": "{}", "b.json": "{}"}),
+         tool="compare"),
+    Case("compare: --json and --html are one file", ("{tmp}/a.json", "{tmp}/b.json", "--json={tmp}/c",
+         "--html={tmp}/c"), 2, "--json and --html both name", files(**{"a.json": "{}", "b.json": "{}"}),
+         tool="compare"),
+    Case("compare: --json under /proc", ("{tmp}/a.json", "{tmp}/b.json", "--json=/proc/c.json"), 2,
+         "--json=/proc/c.json: the folder /proc is not writable", files(**{"a.json": "{}", "b.json": "{}"}),
+         tool="compare"),
+    # -- issue 28: file names from data ----------------------------------------------------------------
+    Case("task name: a relative path out of the folder", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "task name '../../x' (sample '../../x::a') holds '/', which a file name cannot",
+         jsonl_bench(rows='{"id": "a", "task": "../../x", "question": "Q?", "answer": "yes"}\n')),
+    Case("task name: an absolute path", ("{tmp}/mine.yaml", YES), COLLECTION, "task name '/tmp/x'",
+         jsonl_bench(rows='{"id": "a", "task": "/tmp/x", "question": "Q?", "answer": "yes"}\n')),
+    Case("task name: '..'", ("{tmp}/mine.yaml", YES), COLLECTION, "task name '..' (sample '..::a') is empty, '.' or '..'",
+         jsonl_bench(rows='{"id": "a", "task": "..", "question": "Q?", "answer": "yes"}\n')),
+    Case("task name: a terminal escape, shown escaped", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "task name '\\x1b[2J' (sample '\\x1b[2J::a') holds '\\x1b'",
+         jsonl_bench(rows='{"id": "a", "task": "\\u001b[2J", "question": "Q?", "answer": "yes"}\n')),
+    Case("task name: from a TSV category column", ("{tmp}/mine.yaml", YES), COLLECTION, "task name 'a/b'",
+         both(files(**{"data__b.tsv": "index\tquestion\tanswer\tcategory\timage_path\n1\tQ?\tyes\ta/b\tok.png\n",
+                       "data__ok.png": OK_PNG}),
+              spec("name: mine\nloader: tsv\ndata: {root: data, file: b.tsv}\nloader_options: {task_column: category}\n"))),
+    # -- issue 28: images only from an allow-list of formats -------------------------------------------
+    Case("image: EPS named .png, no Ghostscript", ("{tmp}/mine.yaml", YES), FAILED,
+         "image error: {tmp}/data/x.png is a PostScript (EPS/PS) file, not an image format that is decoded here",
+         one_image("x.png", EPS)),
+    Case("image: PostScript", ("{tmp}/mine.yaml", YES), FAILED, "x.ps is a PostScript file", one_image("x.ps", POSTSCRIPT)),
+    Case("image: PDF", ("{tmp}/mine.yaml", YES), FAILED, "x.pdf is a PDF file", one_image("x.pdf", PDF)),
+    Case("image: SVG", ("{tmp}/mine.yaml", YES), FAILED, "x.svg is an SVG file", one_image("x.svg", SVG)),
+    Case("image: ICO, a format Pillow reads but not allowed", ("{tmp}/mine.yaml", YES), FAILED, "x.png is an ICO file",
+         one_image("x.png", image_bytes("ICO"))),
+    Case("image: JPEG, GIF, BMP, WebP and TIFF decode", ("{tmp}/mine.yaml", YES), OK, "5 passed",
+         both(jsonl_bench(rows="".join(json.dumps({"id": k, "image": f"x.{k}", "question": "Red?", "answer": "yes"}) + "\n"
+                                       for k in ("jpeg", "gif", "bmp", "webp", "tiff"))),
+              files(**{f"data__x.{k}": image_bytes(k.upper()) for k in ("jpeg", "gif", "bmp", "webp", "tiff")}))),
+    # -- issue 28: bounded messages and hostile YAML -----------------------------------------------------
+    Case("spec: an alias bomb", ("{tmp}/mine.yaml", YES), COLLECTION, "more than the 1,000,000 allowed (an alias bomb?)",
+         spec(f"name: mine\nloader: jsonl\ndescription: {alias_bomb()}\n")),
+    Case("spec: a small alias bomb, shown bounded", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'description': list [[[...], [...], [...], [...], ...]", spec(f"name: mine\nloader: jsonl\n"
+                                                                             f"description: {alias_bomb(4)}\n")),
+    Case("spec: 20,000 levels deep", ("{tmp}/mine.yaml", YES), COLLECTION, "is nested more than 200 levels deep",
+         spec(f"name: mine\nloader: jsonl\ndescription: {DEEP_YAML}\n")),
+    Case("spec: a value inside itself", ("{tmp}/mine.yaml", YES), COLLECTION, "an alias refers to a value that contains it",
+         spec("name: mine\nloader: jsonl\ndescription: &a [1, *a]\n")),
+    Case("spec: a number of 5,000 digits", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "is not valid YAML: a value cannot be read (Exceeds the limit (4300 digits)",
+         spec(GOOD_SPEC + "max_new_tokens: " + "9" * 5000 + "\n")),
+    Case("judge prompts: an alias bomb", (*SHAPES, "--mllm-judge=openai:j", "--mllm-judge-base-url=http://127.0.0.1:9/v1",
+         "--mllm-judge-prompts={tmp}/j.yaml"), USAGE, "--mllm-judge-prompts: {tmp}/j.yaml: not valid YAML: its aliases expand",
+         files(**{"j.yaml": f"prompts: {alias_bomb()}\n"})),
+    Case("judge prompts: 20,000 levels deep", (*SHAPES, "--mllm-judge=openai:j",
+         "--mllm-judge-base-url=http://127.0.0.1:9/v1", "--mllm-judge-prompts={tmp}/j.yaml"), USAGE,
+         "not valid YAML: it is nested more than 200 levels deep", files(**{"j.yaml": f"prompts: {DEEP_YAML}\n"})),
+    Case("prompts file: an alias bomb", (*SHAPES, "--mllm-prompts={tmp}/p.yaml"), USAGE,
+         "is not valid YAML: its aliases expand", files(**{"p.yaml": f"format: {alias_bomb()}\n"})),
+    Case("data: YAML samples, an alias bomb", ("{tmp}/mine.yaml", YES), COLLECTION, "not valid YAML: its aliases expand",
+         jsonl_bench(rows=f"- {alias_bomb()}\n", data_file="b.yaml")),
+    Case("data: a JSONL row 20,000 levels deep errors alone", ("{tmp}/mine.yaml", YES), FAILED,
+         "not valid JSON: nested too deeply", jsonl_bench(rows='{"id": "a", "image": "ok.png", "question": "Red?", '
+                                                         '"answer": "yes"}\n' + "[" * 20_000 + "]" * 20_000 + "\n")),
+    Case("data: a sample id with a terminal escape, shown escaped", ("{tmp}/mine.yaml", "--mllm=baseline:no"), OK,
+         "mine::mine::a\\x1b[2J\\x07: Q 'Red?'", jsonl_bench(rows='{"id": "a\\u001b[2J\\u0007", "image": "ok.png", '
+                                                             '"question": "Red?", "answer": "yes"}\n')),
+    Case("data: a duplicate id with a terminal escape, shown escaped", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "duplicate sample id 'mine::\\x1b[31m'",
+         jsonl_bench(rows='{"id": "\\u001b[31m", "question": "Q?", "answer": "yes"}\n' * 2)),
+    Case("gate: a baseline 20,000 levels deep", (*SHAPES, "--mllm-baseline={tmp}/b.json"), USAGE,
+         "--mllm-baseline: cannot read baseline results {tmp}/b.json: maximum recursion depth exceeded",
+         files(**{"b.json": DEEP_JSON})),
+    Case("replay: a recording 20,000 levels deep", ("--mllm=replay:{tmp}/p.json", "--mllm-bench=shapes", *FEW), USAGE,
+         "p.json:1: nested too deeply to read", files(**{"p.json": DEEP_JSON})),
+    Case("merge: a shard 20,000 levels deep", ("{tmp}/m.json", "{tmp}/s1.json"), 2,
+         "s1.json: not a pytest-mllm results file (not JSON: maximum recursion depth exceeded",
+         files(**{"s1.json": DEEP_JSON}), tool="merge"),
+    Case("compare: a results file 20,000 levels deep", ("{tmp}/a.json", "{tmp}/b.json"), 2,
+         "a.json: not a pytest-mllm results file (not JSON: maximum recursion depth exceeded",
+         files(**{"a.json": DEEP_JSON, "b.json": "{}"}), tool="compare"),
+    Case("replay: an xlsx entity bomb", ("--mllm=replay:{tmp}/p.xlsx", "--mllm-bench=shapes", *FEW), USAGE,
+         "the first sheet cannot be read (ParseError", xlsx_entity_bomb),
+    Case("replay: a folder without MME results files", ("--mllm=replay:{tmp}/res", "--mllm-bench=shapes", *FEW), USAGE,
+         "no MME results files (<subtask>.txt)", files(res="<dir>")),
+    Case("replay: an MME results line of 3 columns", ("--mllm=replay:{tmp}/res", "--mllm-bench=shapes", *FEW), USAGE,
+         "expected 4 tab-separated columns", files(**{"res__existence.txt": "a.png\tIs it?\tYes\n"})),
+    # -- issue 28: strict values ----------------------------------------------------------------------
+    Case("loader_options: TSV 'spilt'", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'loader_options.spilt': unknown option of the tsv loader; did you mean 'split'?",
+         both(files(**{"data__b.tsv": "index\tquestion\tanswer\tsplit\timage_path\n1\tQ?\tyes\tdev\tok.png\n",
+                       "data__ok.png": OK_PNG}),
+              spec("name: mine\nloader: tsv\ndata: {root: data, file: b.tsv}\nloader_options: {spilt: dev}\n"))),
+    Case("loader_options: JSONL takes none", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'loader_options.split': unknown option of the jsonl loader (it takes none)",
+         jsonl_bench(spec_extra="loader_options: {split: dev}\n")),
+    Case("loader_options: parquet 'colums'", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'loader_options.colums': unknown option of the parquet loader; did you mean 'columns'?",
+         both(parquet_bench("A", ["x", "y"]), spec("name: mine\nloader: parquet\ndata: {root: data, file: test.parquet}\n"
+                                                  "loader_options: {colums: {question: q}}\n"))),
+    Case("loader_options: shapes 'images_per_tsk'", ("--mllm-bench={tmp}/mine.yaml", YES), COLLECTION,
+         "did you mean 'images_per_task'?", spec("name: mine\nloader: shapes\nloader_options: {images_per_tsk: 2}\n")),
+    Case("loader_options: MME takes none", ("{tmp}/mine.yaml", YES), COLLECTION, "unknown option of the mme loader (it takes none)",
+         both(files(data="<dir>"), spec("name: mine\nloader: mme\ndata: {root: data}\nloader_options: {task: x}\n"))),
+    Case("headline: not a value of the metrics", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'headline': 'nosuch' is not a value these metrics report", jsonl_bench(spec_extra="headline: nosuch\n")),
+    Case("headline: misspelled", ("{tmp}/mine.yaml", YES), COLLECTION, "did you mean 'accuracy'?",
+         jsonl_bench(spec_extra="headline: acuracy\n")),
+    Case("headline: a metric not declared", ("{tmp}/mine.yaml", YES), COLLECTION, "'f1' is not a value these metrics",
+         jsonl_bench(spec_extra="headline: f1\n")),
+    Case("headline: a metric declared", ("{tmp}/mine.yaml", YES), OK, "passed",
+         jsonl_bench(spec_extra="metrics: [accuracy, pope]\nheadline: f1\n")),
+    Case("parquet: answer '2' of ['5', '2', '7'] is its index by default", ("{tmp}/mine.yaml", YES), OK,
+         "expected 'C', got 'Yes'", parquet_bench("2", ["5", "2", "7"])),
+    Case("parquet: answer '2' of ['5', '2', '7'] with option text read is ambiguous", ("{tmp}/mine.yaml", YES), FAILED,
+         "answer '2' is ambiguous (option C by its index, option B by its text)",
+         parquet_bench("2", ["5", "2", "7"], spec_extra="deviations: [answer_option_text]\n")),
+    Case("parquet: answer_is: index reads it", ("{tmp}/mine.yaml", YES), OK, "expected 'C', got 'Yes'",
+         parquet_bench("2", ["5", "2", "7"], ", answer_is: index")),
+    Case("parquet: answer_is: text reads it", ("{tmp}/mine.yaml", YES), OK, "expected 'B', got 'Yes'",
+         parquet_bench("2", ["5", "2", "7"], ", answer_is: text")),
+    Case("parquet: answer_is unknown", ("{tmp}/mine.yaml", YES), COLLECTION,
+         "field 'loader_options.answer_is': 'position' is not one of letter, index, text",
+         parquet_bench("2", ["5", "2", "7"], ", answer_is: position")),
+    Case("option: --mllm-max-new-tokens=1e20", (*SHAPES, "--mllm-max-new-tokens=1e20"), USAGE,
+         "argument --mllm-max-new-tokens: invalid int value: '1e20'"),
+    Case("option: --mllm-max-new-tokens=10**20", (*SHAPES, f"--mllm-max-new-tokens={10 ** 20}"), USAGE,
+         "--mllm-max-new-tokens must be at most 1048576 tokens"),
+    Case("option: ini mllm_max_new_tokens = 1e20", SHAPES, USAGE, "mllm_max_new_tokens (ini) must be a whole number",
+         ini='mllm_max_new_tokens = "1e20"'),
+    Case("option: --mllm-timeout=inf", (*SHAPES, "--mllm-timeout=inf"), USAGE,
+         "--mllm-timeout must be a number of seconds above 0, got inf"),
+    Case("option: --mllm-timeout=nan", (*SHAPES, "--mllm-timeout=nan"), USAGE, "--mllm-timeout must be a number of"),
+    Case("option: --mllm-timeout=1e9", (*SHAPES, "--mllm-timeout=1e9"), USAGE, "--mllm-timeout must be at most 86400"),
+    Case("option: --mllm-judge-temperature=nan", (*SHAPES, "--mllm-judge-temperature=nan"), USAGE,
+         "--mllm-judge-temperature must be 0 or more, got nan"),
+    Case("option: --mllm-concurrency=100000", (*SHAPES, "--mllm-concurrency=100000"), USAGE,
+         "--mllm-concurrency must be at most 4096"),
+    Case("option: --mllm-max-retries=1000", (*SHAPES, "--mllm-max-retries=1000"), USAGE,
+         "--mllm-max-retries must be at most 100"),
+    Case("option: --mllm-batch-size=10**9", (*SHAPES, "--mllm-batch-size=1000000000"), USAGE,
+         "--mllm-batch-size must be at most 1048576"),
+    Case("spec: max_new_tokens 10**20", ("{tmp}/mine.yaml", YES), COLLECTION,
+         f"field 'max_new_tokens': {10 ** 20} must be a positive integer, at most 1048576",
+         spec(GOOD_SPEC + f"max_new_tokens: {10 ** 20}\n")),
+    # -- issue 28: a broken cache warns and the run goes on ----------------------------------------------
+    Case("cache: the right version, the wrong columns", (*COUNTING, *SHAPES[1:], *FEW), OK,
+         "its responses table has the columns key, text, expected key, response, model, created, latency_s",
+         both(cache_file("key TEXT PRIMARY KEY, text TEXT"), files(**{"conftest.py": "DISK_FULL = False\n" + CACHED_MODEL}))),
+    Case("cache: not a database", (*COUNTING, *SHAPES[1:], *FEW), OK, "was unusable",
+         files(**{"cache__responses.sqlite3": b"not sqlite" * 100, "conftest.py": "DISK_FULL = False\n" + CACHED_MODEL})),
+    Case("cache: its disk fills up mid-run", (*COUNTING, *SHAPES[1:], *FEW), OK,
+         "a write failed (database or disk is full); the cache is off for the rest of this run",
+         files(**{"conftest.py": "DISK_FULL = True\n" + CACHED_MODEL})),
 ]
 
 _TABLE: list[tuple[str, int, str]] = []
@@ -380,7 +751,7 @@ def _table(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def test_the_table_is_large_and_its_cases_distinct() -> None:
-    assert len(CASES) >= 60
+    assert len(CASES) >= 150
     assert len({case.id for case in CASES}) == len(CASES)
 
 
@@ -392,14 +763,33 @@ def test_bad_input(case: Case, pytester: pytest.Pytester, monkeypatch: pytest.Mo
         monkeypatch.setenv(name, value.replace("{tmp}", str(tmp)))
     if case.ini:
         pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{case.ini}\n")
-    result = pytester.runpytest(*BASE, *(arg.replace("{tmp}", str(tmp)) for arg in case.args))
-    output = result.stdout.str() + "\n" + result.stderr.str()
-    _TABLE.append((case.id, int(result.ret), _first_line(output, case.culprit).replace(str(tmp), "<tmp>")))
+    args = [arg.replace("{tmp}", str(tmp)) for arg in case.args]
+    if case.tool:
+        status, output = _run_tool(case.tool, args)
+    else:
+        result = pytester.runpytest(*BASE, *args)
+        status, output = int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
+    culprit = case.culprit.replace("{tmp}", str(tmp))
+    _TABLE.append((case.id, status, _first_line(output, culprit).replace(str(tmp), "<tmp>")))
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
     assert not re.search(r"pytest_mllm/\S+\.py:\d+", output), output  # no plugin frames above the message
-    assert case.culprit in output, output
+    assert culprit in output, output
+    assert "\x1b[2J" not in output and "\x1b[31m" not in output, output  # data's terminal escapes are shown escaped
     if case.status is not None:
-        assert result.ret == case.status, output
+        assert status == case.status, output
+
+
+def _run_tool(tool: str, args: list[str]) -> tuple[int, str]:
+    """(exit status, stdout and stderr) of pytest-mllm-merge or pytest-mllm-compare run in this process."""
+    from pytest_mllm.report import compare, merge
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = {"merge": merge.main, "compare": compare.main}[tool](args)
+        except SystemExit as exc:  # argparse
+            status = exc.code if isinstance(exc.code, int) else 2
+    return status, out.getvalue() + "\n" + err.getvalue()
 
 
 CRASHING_CONFTEST = '''
