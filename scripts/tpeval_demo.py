@@ -122,7 +122,6 @@ def diagnosis(outcome: dict[str, Any]) -> dict[str, Any]:
         "best_d_few": max(accuracies, default=None),
         "median_d_few": statistics.median(accuracies) if accuracies else None,
         "best_prompt": max(proposals, key=lambda h: (h["accuracy"], h["score"]))["prompt"] if proposals else None,
-        "mean_similarity": statistics.mean(h["similarity"] for h in proposals) if proposals else None,
         "warnings": summarize_warnings(outcome["warnings"]),
     }
 
@@ -174,6 +173,7 @@ def demo(args: argparse.Namespace, tasks: list[str], workdir: Path) -> int:
     if optimized.returncode != 0:
         return fail("the optimization", optimized)
     outcomes = {o["task"]: o for o in json.loads((workdir / "outcomes.json").read_text(encoding="utf-8"))}
+    (workdir / "out.json").unlink(missing_ok=True)  # a file left by an earlier run must not pass for this one's
     evaluated, evaluate_s = pytest_run(
         [f"--mllm={args.model}", f"--mllm-bench={spec}", "--mllm-prompts=prompts.yaml", "--mllm-json=out.json",
          "-k", " or ".join(tasks), f"--mllm-cache-dir={workdir / 'cache'}"], workdir, env)
