@@ -122,6 +122,10 @@ def test_every_room_has_its_place_in_the_layer_order() -> None:
     assert rooms == set(LAYERS), f"rooms missing from LAYERS: {rooms - set(LAYERS)}; gone: {set(LAYERS) - rooms}"
 
 
+def test_architecture_md_shows_the_layer_order() -> None:
+    assert " · ".join(LAYERS) in (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
 def test_no_arrow_runs_back_up() -> None:
     assert arrows_back_up(import_graph(), LAYERS) == []
 
