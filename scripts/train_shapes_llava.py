@@ -9,7 +9,7 @@
 What it does, all on one CPU thread, deterministically (fixed seeds):
 
 1. Draws training scenes with the bundled benchmarks' own generators
-   (`pytest_mllm.loaders.shapes`, `pytest_mllm.vrp.scenes` + `pytest_mllm.vrp.expand`) under
+   (`pytest_mllm.loaders.shapes`, `pytest_mllm.loaders.vrp_shapes` + `pytest_mllm.vrp.expand`) under
    seeds the bundled specs do not use (the specs use seed 0), and drops any training image
    whose pixels hash equal to an image of the bundled benchmarks (there are none; the count
    is written to the model card).
@@ -53,12 +53,12 @@ from pytest_mllm.loaders import load_samples  # noqa: E402
 from pytest_mllm.loaders.shapes import COLORS as SHAPE_COLORS  # noqa: E402
 from pytest_mllm.loaders.shapes import TASKS as SHAPES_TASKS  # noqa: E402
 from pytest_mllm.loaders.shapes import _image_samples  # noqa: E402
+from pytest_mllm.loaders.vrp_shapes import _source as vrp_source  # noqa: E402
 from pytest_mllm.models.shapes_llava import NAME, STAGES, WEIGHTS_DIR  # noqa: E402
 from pytest_mllm.models.tiny import CHAT_TEMPLATE, bpe_tokenizer, llava_config, llava_processor, untrained_llava  # noqa: E402
 from pytest_mllm.sample import Sample  # noqa: E402
 from pytest_mllm.vrp.expand import expand, with_variants  # noqa: E402
 from pytest_mllm.vrp.render import RGB as POINTER_RGB  # noqa: E402
-from pytest_mllm.vrp.scenes import _source as vrp_source  # noqa: E402
 from pytest_mllm.vrp.variants import Variant, default_grid  # noqa: E402
 
 RECIPE_VERSION = "1"
@@ -699,7 +699,7 @@ def train(out_dir: Path, steps: int, stage_steps: dict[str, int]) -> None:
                 "data": {
                     "shapes": {"generator": "pytest_mllm.loaders.shapes", "seed": SHAPES_SEED,
                                "images_per_task": IMAGES_PER_TASK},
-                    "vrp_shapes": {"generator": "pytest_mllm.vrp.scenes + pytest_mllm.vrp.expand", "seed": VRP_SEED,
+                    "vrp_shapes": {"generator": "pytest_mllm.loaders.vrp_shapes + pytest_mllm.vrp.expand", "seed": VRP_SEED,
                                    "sources": VRP_SOURCES, "variants_per_source": {
                                        "none": 1, "partial": VRP_PARTIAL_PER_SOURCE, "full": VRP_FULL_PER_SOURCE}},
                     "bundled_benchmark_seed": 0,

@@ -5,7 +5,8 @@
     outcome.status            # "judged" or "judge-error" (never a score)
     outcome.correct, outcome.split, outcome.votes
 
-`word_match` is the cheap baseline (the authors' VQAEval reading; ``lenient=True`` for ours);
+`word_match` is the cheap baseline (the authors' VQAEval reading; ``lenient=True`` for ours), a
+scoring rule that lives in `pytest_mllm.scoring.word_match` and is re-exported here;
 `load_prompts` reads a prompts file giving the five prompts their own wording; `agreement` and
 `cohen_kappa` compare either with human labels.
 """
@@ -15,7 +16,7 @@ from pytest_mllm.judge.ensemble import QUORUM, ChatManyClient, Judge, JudgeOutco
 from pytest_mllm.judge.prompts import (PROMPTS, PROMPTS_BY_ID, JudgeItem, Prompt, PromptsFileError, load_prompts,
                                       render_messages)
 from pytest_mllm.judge.verdicts import MODES, Mode, parse_verdict, read_verdict
-from pytest_mllm.judge.word_match import normalize, vqa_eval_match, vqa_normalize, word_match
+from pytest_mllm.scoring.word_match import normalize, vqa_eval_match, vqa_normalize, word_match
 
 __all__ = [
     "MODES", "PROMPTS", "PROMPTS_BY_ID", "QUORUM", "ChatManyClient", "Judge", "JudgeItem", "JudgeOutcome", "Mode",

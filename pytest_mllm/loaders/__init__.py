@@ -48,7 +48,7 @@ def _loader(name: str) -> Loader:
 
         return lambda spec, root: list(build_samples(spec.name, **spec.loader_options))
     if name == "vrp_shapes":
-        from pytest_mllm.vrp.scenes import build_vrp_samples
+        from pytest_mllm.loaders.vrp_shapes import build_vrp_samples
 
         return lambda spec, root: list(build_vrp_samples(spec.name, **spec.loader_options))
     raise SpecError(f"{name!r} is not a known loader")

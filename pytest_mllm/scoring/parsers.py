@@ -200,16 +200,16 @@ def response_text(response: str, sample: Sample | None = None) -> str:
 def word_match_text(response: str, sample: Sample | None = None) -> str:
     """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
     word_match`): the response as their ``VQAEval`` prepares it; correct when a reference, prepared
-    alike, is found in it (`pytest_mllm.judge.word_match`)."""
-    from pytest_mllm.judge.word_match import vqa_normalize
+    alike, is found in it (`pytest_mllm.scoring.word_match`)."""
+    from pytest_mllm.scoring.word_match import vqa_normalize
 
     return vqa_normalize(response)
 
 
 def word_match_lenient_text(response: str, sample: Sample | None = None) -> str:
     """Open answers scored by our lenient word matching, not the paper's (`parser: word_match_lenient`):
-    the response's words, case-folded, punctuation split off (`pytest_mllm.judge.word_match`)."""
-    from pytest_mllm.judge.word_match import normalize
+    the response's words, case-folded, punctuation split off (`pytest_mllm.scoring.word_match`)."""
+    from pytest_mllm.scoring.word_match import normalize
 
     return " ".join(normalize(response))
 

@@ -20,11 +20,11 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
 
         correct = verdict(response.text, sample)[1]
     elif record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
-        from pytest_mllm.vrp.code_match import relaxed_code_match
+        from pytest_mllm.scoring.code_match import relaxed_code_match
 
         correct = relaxed_code_match(response.text, sample.answer)
     elif sample.answer_type == "open" or record["parser"] in WORD_MATCH_PARSERS:
-        from pytest_mllm.judge import word_match
+        from pytest_mllm.scoring.word_match import word_match
 
         try:  # the authors' reading unless the lenient one is named (`parser: word_match_lenient`)
             correct = word_match(response.text, references(sample),

@@ -87,7 +87,7 @@ def test_training_scenes_are_disjoint_from_the_benchmarks() -> None:
     from pytest_mllm.engine.images import load_image
     from pytest_mllm.engine.spec import find_spec, load_spec
     from pytest_mllm.loaders.shapes import TASKS, _image_samples, build_samples
-    from pytest_mllm.vrp.scenes import build_vrp_samples, draw, image_key
+    from pytest_mllm.loaders.vrp_shapes import build_vrp_samples, draw, image_key
 
     data = json.loads((WEIGHTS_DIR / STAGES[-1] / "card.json").read_text())["data"]
     shapes_seed, vrp_seed = data["shapes"]["seed"], data["vrp_shapes"]["seed"]

@@ -1,4 +1,5 @@
-"""The package's shape: no import circles, pytest only in the harness, the evaluation core usable without it.
+"""The package's shape: rooms in one layer order with no arrow back up, no import circles, pytest
+only in the harness, the evaluation core usable without it.
 
 The import graph counts every import in a module (top-level, inside functions and under
 TYPE_CHECKING), read with `ast` from the source files.
@@ -16,6 +17,17 @@ import pytest_mllm
 
 PACKAGE = Path(pytest_mllm.__file__).parent
 PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
+
+# The rooms of the package (a subpackage, or a top-level module; "__init__" is the package's own
+# `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
+LAYERS = (
+    "__init__", "sample", "record",  # the version and the typed hand-offs
+    "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
+    "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
+    "vrp", "tpeval", "report", "curation",  # the methods and the outputs
+    "evaluation",  # the pytest-free core
+    "harness", "plugin",  # pytest
+)
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -48,6 +60,20 @@ def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: {m for m in _imports(name, *where) if m in modules and m != name}
             for name, where in modules.items()}
+
+
+def room(module: str) -> str:
+    """The room a module lives in: its subpackage or top-level module under the package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def arrows_back_up(graph: dict[str, set[str]], layers: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Imports from a room into a room that comes later in `layers` (or is not in it)."""
+    rank = {name: position for position, name in enumerate(layers)}
+    return sorted((module, imported) for module, targets in graph.items() for imported in targets
+                  if room(module) != room(imported)
+                  and rank.get(room(imported), len(layers)) > rank.get(room(module), -1))
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -84,6 +110,24 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_checker_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_checker_finds_an_arrow_back_up() -> None:
+    graph = {"p.low.a": {"p.high.b", "p.low.c"}, "p.low.c": set(), "p.high.b": {"p.low.a"}, "p.new": {"p.low.a"}}
+    assert arrows_back_up(graph, ("low", "high")) == [("p.low.a", "p.high.b"), ("p.new", "p.low.a")]
+
+
+def test_every_room_has_its_place_in_the_layer_order() -> None:
+    rooms = {room(module) for module in _modules()}
+    assert rooms == set(LAYERS), f"rooms missing from LAYERS: {rooms - set(LAYERS)}; gone: {set(LAYERS) - rooms}"
+
+
+def test_architecture_md_shows_the_layer_order() -> None:
+    assert " · ".join(LAYERS) in (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def test_no_arrow_runs_back_up() -> None:
+    assert arrows_back_up(import_graph(), LAYERS) == []
 
 
 def test_no_module_imports_in_a_circle() -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.judge.word_match import vqa_eval_match, vqa_normalize, word_match
+from pytest_mllm.scoring.word_match import vqa_eval_match, vqa_normalize, word_match
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "word_match_cases.json"
 DATA: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))

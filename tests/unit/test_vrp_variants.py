@@ -17,10 +17,7 @@ from PIL import Image
 
 from pytest_mllm.engine.images import ImageError, load_image
 from pytest_mllm.loaders.shapes import COLORS, KINDS
-from pytest_mllm.sample import ImageRef, Sample
-from pytest_mllm.vrp.expand import NoTargetRegion, expand, marked_question, marker_phrase
-from pytest_mllm.vrp.render import FULL_PROMPT
-from pytest_mllm.vrp.scenes import (
+from pytest_mllm.loaders.vrp_shapes import (
     BORDER,
     CELL,
     SIZE,
@@ -30,6 +27,9 @@ from pytest_mllm.vrp.scenes import (
     parse_key,
     scene,
 )
+from pytest_mllm.sample import ImageRef, Sample
+from pytest_mllm.vrp.expand import NoTargetRegion, expand, marked_question, marker_phrase
+from pytest_mllm.vrp.render import FULL_PROMPT
 from pytest_mllm.vrp.variants import RADAR_AXES, Variant, default_grid, full_grid, variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,7 +283,7 @@ _CHILD = """
 import hashlib, json, sys
 from pytest_mllm.engine.images import load_image
 from pytest_mllm.vrp.expand import expand
-from pytest_mllm.vrp.scenes import build_vrp_samples
+from pytest_mllm.loaders.vrp_shapes import build_vrp_samples
 from pytest_mllm.vrp.variants import default_grid
 source = build_vrp_samples(sources=4, seed=5)[3]
 out = []
@@ -387,7 +387,7 @@ REFERENCE = "def area(width, height):\n    return width * height"
 
 def test_relaxed_code_match() -> None:
     pytest.importorskip("sacrebleu")
-    from pytest_mllm.vrp.code_match import code_bleu4, relaxed_code_match
+    from pytest_mllm.scoring.code_match import code_bleu4, relaxed_code_match
 
     assert relaxed_code_match(REFERENCE, REFERENCE)
     assert relaxed_code_match("```python\n" + REFERENCE + "\n```", REFERENCE)  # a markdown fence is ignored
