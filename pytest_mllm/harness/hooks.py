@@ -23,7 +23,7 @@ from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
 from pytest_mllm.record import Record
-from pytest_mllm.report.output_paths import OutputError, OutputWriteError
+from pytest_mllm.engine.output_paths import OutputError, OutputWriteError
 from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.scoring.gates import Verdict

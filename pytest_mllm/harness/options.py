@@ -19,7 +19,7 @@ from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
-from pytest_mllm.report.output_paths import Output
+from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings

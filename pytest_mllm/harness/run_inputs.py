@@ -1,5 +1,5 @@
 """The files a run reads, named for the output check: an output path may be none of them
-(`report/output_paths.py`)."""
+(`engine/output_paths.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
-from pytest_mllm.report.output_paths import Input
+from pytest_mllm.engine.output_paths import Input
 
 
 def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: str = "",

@@ -85,7 +85,7 @@ def check_loader_options(spec: BenchmarkSpec) -> None:
 def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
     """SpecError for a task name that cannot be a file name (MME's results format writes `<task>.txt`)."""
     from pytest_mllm.echo import excerpt
-    from pytest_mllm.report.output_paths import file_name_problem
+    from pytest_mllm.engine.output_paths import file_name_problem
 
     seen: set[str] = set()
     for sample in samples:

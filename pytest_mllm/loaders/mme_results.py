@@ -64,7 +64,7 @@ def write_mme_results(records: Iterable[Mapping[str, Any]], folder: Path) -> lis
             record["answer"].capitalize(), _one_line(record["response"]),
         ])
         by_task.setdefault(record["task"], []).append(row)
-    from pytest_mllm.report.output_paths import inside_folder, write_atomically
+    from pytest_mllm.engine.output_paths import inside_folder, write_atomically
 
     written = []
     for task, rows in by_task.items():

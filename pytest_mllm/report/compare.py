@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if len(args.results) < 2:
         parser.error("give two or more results files: the base first, then the runs to compare with it")
-    from pytest_mllm.report.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
+    from pytest_mllm.engine.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
 
     try:
         check_outputs([Output(f"--{name}", path) for name, path in (("json", args.json), ("html", args.html)) if path],

@@ -265,7 +265,7 @@ def render_page(title: str, subtitle: str, cards: Sequence[Card], sections: Sequ
 
 def write_page(html: str, path: Path) -> None:
     """Write atomically, so an interrupted write never leaves half a page (OutputWriteError on failure)."""
-    from pytest_mllm.report.output_paths import write_atomically
+    from pytest_mllm.engine.output_paths import write_atomically
 
     write_atomically(path, html, what="the HTML report")
 

@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="largest allowed drop against --baseline, as --mllm-max-drop")
     parser.add_argument("--html", type=Path, help="also write the HTML report here")
     args = parser.parse_args(argv)
-    from pytest_mllm.report.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
+    from pytest_mllm.engine.output_paths import Input, Output, OutputError, OutputWriteError, check_outputs
 
     try:
         check_outputs([Output("OUT", args.out), *([Output("--html", args.html)] if args.html else [])],

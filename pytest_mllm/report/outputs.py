@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_mllm.report.output_paths import Input, Output, OutputError, check_outputs
+from pytest_mllm.engine.output_paths import Input, Output, OutputError, check_outputs
 from pytest_mllm.report.results import BenchmarkResult
 
 __all__ = ["Input", "OutputError", "Outputs"]

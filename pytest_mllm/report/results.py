@@ -174,6 +174,6 @@ def document_text(document: Mapping[str, Any]) -> str:
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
     """Write atomically, so an interrupted write never leaves a half file (OutputWriteError on failure)."""
-    from pytest_mllm.report.output_paths import write_atomically
+    from pytest_mllm.engine.output_paths import write_atomically
 
     write_atomically(path, document_text(document), what="the results")

@@ -34,7 +34,7 @@ def write_radar(vrp_by_benchmark: Mapping[str, Mapping[str, Any]], path: Path) -
     """The radar chart as a file: PNG or SVG by the file's suffix."""
     import io
 
-    from pytest_mllm.report.output_paths import write_atomically
+    from pytest_mllm.engine.output_paths import write_atomically
 
     buffer = io.BytesIO()
     radar_figure(vrp_by_benchmark).savefig(buffer, format=path.suffix.lstrip(".").lower() or "png",

@@ -21,7 +21,8 @@ PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
 # The rooms of the package (a subpackage, or a top-level module; "__init__" is the package's own
 # `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
 LAYERS = (
-    "__init__", "sample", "record",  # the version and the typed hand-offs
+    "__init__", "echo", "safe_yaml",  # the version; values shown in messages, YAML read with limits
+    "sample", "record",  # the typed hand-offs
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs

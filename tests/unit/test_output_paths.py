@@ -1,4 +1,4 @@
-"""Output paths (`report/output_paths.py`), file names from data, bounded messages (`echo.py`) and YAML's
+"""Output paths (`engine/output_paths.py`), file names from data, bounded messages (`echo.py`) and YAML's
 limits (`safe_yaml.py`): pure logic, on real files."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pytest_mllm.echo import excerpt, printable
-from pytest_mllm.report.output_paths import (
+from pytest_mllm.engine.output_paths import (
     Input,
     Output,
     OutputError,
