@@ -178,6 +178,16 @@ def file_name_problem(name: str) -> str | None:
     return None
 
 
+def path_component_problem(name: str) -> str | None:
+    """Why `name` could not stay one path component (empty, '.', '..', a separator, NUL); None when it can.
+    Looser than `file_name_problem`: whitespace and other characters real data holds (ScienceQA's
+    categories end in a tab) are kept, and only a file actually written from them checks the rest."""
+    if not name or name in (".", ".."):
+        return "is empty, '.' or '..'"
+    bad = sorted({c for c in name if c in "/\\\0"})
+    return f"holds {', '.join(repr(c) for c in bad)}, which would leave its folder" if bad else None
+
+
 def inside_folder(folder: Path, name: str) -> Path:
     """`folder / name` for a file name from data, checked to be one component that stays in `folder`."""
     problem = file_name_problem(name)

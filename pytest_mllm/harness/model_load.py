@@ -17,8 +17,9 @@ STOPPED = "the model could not be loaded"
 class ModelLoadReport:
     """Told by the evaluator when the model starts and ends loading (`__call__`), per process."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, announce: bool = True) -> None:
         self.config = config
+        self.announce = announce  # False for models that load instantly (baselines, replay): no lines
         self.worker = getattr(config, "workerinput", {}).get("workerid")
         self.pending: dict[str, Any] | None = None  # a load not yet taken out of a test's duration
         self.loads: list[dict[str, Any]] = []  # the controller's: where and how long each load took
@@ -51,7 +52,7 @@ class ModelLoadReport:
         """A line on the terminal now, even from inside a test (whose output pytest captures)."""
         plugins = self.config.pluginmanager
         reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-        if reporter is None or self.worker is not None:
+        if reporter is None or self.worker is not None or not self.announce:
             return
         with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
             if getattr(reporter, "_width_of_current_line", 0):  # mid-way through xdist's progress letters

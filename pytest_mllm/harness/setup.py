@@ -46,7 +46,7 @@ def start_run(config: pytest.Config) -> None:
     lighter_exit()
     from pytest_mllm.tpeval.prompts_file import PromptsFileError
 
-    load_report = ModelLoadReport(config)
+    load_report = ModelLoadReport(config, announce=not model.startswith(("baseline:", "replay:")))
     try:
         with warnings.catch_warnings(record=True) as caught:  # the cache set aside: shown in the warnings summary
             warnings.simplefilter("always")

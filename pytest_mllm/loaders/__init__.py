@@ -83,16 +83,17 @@ def check_loader_options(spec: BenchmarkSpec) -> None:
 
 
 def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
-    """SpecError for a task name that cannot be a file name (MME's results format writes `<task>.txt`)."""
+    """SpecError for a task name that could lead out of a folder (MME's results format writes `<task>.txt`);
+    the reference's own task names (ScienceQA's end in a tab) stay as they are."""
     from pytest_mllm.echo import excerpt
-    from pytest_mllm.engine.output_paths import file_name_problem
+    from pytest_mllm.engine.output_paths import path_component_problem
 
     seen: set[str] = set()
     for sample in samples:
         if sample.task in seen:
             continue
         seen.add(sample.task)
-        problem = file_name_problem(sample.task)
+        problem = path_component_problem(sample.task)
         if problem is not None:
             raise SpecError(f"benchmark {spec.name!r}: task name {excerpt(sample.task)} (sample {excerpt(sample.id)}) "
                             f"{problem}; a task name must be able to name a file (--mllm-mme-results writes "
