@@ -37,7 +37,7 @@ SELECTION = "(img_000 and (existence or choice)) or Art"  # 3 shapes questions, 
 def _run(pytester: pytest.Pytester, folder: Path) -> list[dict]:
     """The run's records, at the default batch size (8): one batch of MMMU's questions, one of shapes'."""
     out = pytester.path / "out.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", f"--mllm=hf:{folder}", "--mllm-bench=shapes", "--mllm-bench=mmmu",
         f"--mllm-data=mmmu={MMMU}", "-k", SELECTION,
         f"--mllm-max-new-tokens={MAX_NEW_TOKENS}", "--mllm-cache=off", f"--mllm-json={out}")

@@ -81,7 +81,7 @@ def optimizer() -> Iterator[ScriptedOptimizer]:
 
 
 def _optimize(pytester: pytest.Pytester, optimizer: ScriptedOptimizer, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+    return pytester.runpytest(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "existence",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
         f"--mllm-optimizer-base-url={optimizer.base_url}",
@@ -149,7 +149,7 @@ def test_evaluation_with_the_prompts_reports_original_vs_customized_on_unseen_sa
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
     few = set(yaml.safe_load((pytester.path / "prompts.yaml").read_text())["tasks"]["existence"]["d_few"])
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "existence",
         "--mllm-prompts=prompts.yaml", "--mllm-json=out.json")
     out = result.stdout.str()
@@ -173,11 +173,11 @@ def test_transfer_evaluates_another_model_with_these_prompts_only_when_asked(
         pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     assert _optimize(pytester, optimizer).ret == 0
-    refused = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
+    refused = pytester.runpytest("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
                                             "-k", "existence", "--mllm-prompts=prompts.yaml")
     assert refused.ret != 0
     refused.stdout.fnmatch_lines(["*prompt-sensitive*baseline:yes*--mllm-prompts-transfer*"])
-    moved = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
+    moved = pytester.runpytest("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
                                           "-k", "existence", "--mllm-prompts=prompts.yaml", "--mllm-prompts-transfer",
                                           "--mllm-json=out.json")
     assert moved.ret == 0, moved.stdout.str()
@@ -194,7 +194,7 @@ def test_zero_shot_mode_writes_prompts_for_new_tasks_from_the_optimized_ones(
     assert _optimize(pytester, optimizer).ret == 0
     optimizer.script = ["<prompt>Answer the questions about color carefully</prompt>"]
     optimizer.meta_calls = 0
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "color",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
         f"--mllm-optimizer-base-url={optimizer.base_url}",
@@ -212,7 +212,7 @@ def test_prompt_mode_edits_the_instruction_of_a_multiple_choice_task(
         pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
     optimizer.script = ["<prompt>Look carefully, then answer with the option's letter.</prompt>"]
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "choice",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
         f"--mllm-optimizer-base-url={optimizer.base_url}",
@@ -230,7 +230,7 @@ def test_prompt_mode_edits_the_instruction_of_a_multiple_choice_task(
 def test_a_task_with_fewer_examples_than_d_few_needs_errors_alone(
         pytester: pytest.Pytester, optimizer: ScriptedOptimizer) -> None:
     pytester.makeconftest(PROMPT_SENSITIVE_MODEL)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes", "-k", "existence or choice",
         "--mllm-optimize=prompts.yaml", "--mllm-optimizer=openai:scripted",
         f"--mllm-optimizer-base-url={optimizer.base_url}",
@@ -267,7 +267,7 @@ def test_a_prompts_file_that_does_not_fit_is_a_clear_error(
     document = yaml.safe_load((pytester.path / "prompts.yaml").read_text())
     edit(document)  # type: ignore[operator]
     (pytester.path / "other.yaml").write_text(yaml.safe_dump(document))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes",
+    result = pytester.runpytest("-p", "no:cacheprovider", "--mllm=prompt-sensitive", "--mllm-bench=shapes",
                                            "-k", "existence", "--mllm-prompts=other.yaml")
     assert result.ret not in (0, 1)
     result.stdout.fnmatch_lines([message])
@@ -286,14 +286,14 @@ def test_a_prompts_file_with_other_settings_is_never_overwritten(
 
 
 def test_optimize_needs_an_optimizer(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
+    result = pytester.runpytest("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
                                            "--mllm-optimize=p.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--mllm-optimize needs an optimizer LLM*--mllm-optimizer=openai:MODEL*"])
 
 
 def test_a_bad_setting_names_its_option(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
+    result = pytester.runpytest("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=shapes",
                                            "--mllm-tp-alpha=1.5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--mllm-tp-alpha*"])
