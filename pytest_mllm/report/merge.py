@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 # Settings that may differ between shards: they do not change the answers or the scores.
-_PER_SHARD = ("shard", "gates", "baseline", "few_deselected", "cache")
+_PER_SHARD = ("shard", "gates", "baseline", "few_deselected", "cache", "model_loads")  # model_loads: each machine's own
 
 
 class MergeError(ValueError):
@@ -150,6 +150,7 @@ def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dic
                               paired=baseline_pairing(gates, results))
     settings = {k: v for k, v in documents[0]["settings"].items() if k != "shard"}
     settings["few_deselected"] = sum(d["settings"].get("few_deselected") or 0 for d in documents)
+    settings["model_loads"] = [load for d in documents for load in d["settings"].get("model_loads") or []]
     settings["gates"] = [g.text for g in gates.gates]
     settings["baseline"] = str(gates.baseline) if gates.baseline else None
     document = results_document(results, verdicts, settings)

@@ -61,8 +61,10 @@ def test_four_shards_merge_into_the_single_run(shards: tuple[dict, list[Path]], 
     assert dumps(merged["benchmarks"]["shapes"]["metrics"]) == dumps(single["benchmarks"]["shapes"]["metrics"])
     strip = lambda records: [{k: v for k, v in r.items() if k not in ("duration_s", "latency_s")} for r in records]  # noqa: E731
     assert strip(merged["records"]) == strip(single["records"])  # the same records, in collection order
-    assert {k: v for k, v in merged["settings"].items() if k != "gates"} == \
-        {k: v for k, v in single["settings"].items() if k != "gates"}
+    per_run = ("gates", "model_loads")  # the loads are each machine's own: one per shard once merged
+    assert {k: v for k, v in merged["settings"].items() if k not in per_run} == \
+        {k: v for k, v in single["settings"].items() if k not in per_run}
+    assert len(merged["settings"]["model_loads"]) == 4
     assert code == 1  # a gate decided on the merge
     assert [(g["gate"], g["verdict"]) for g in merged["gates"]] == [("shapes.accuracy>=0.99", "fail"),
                                                                     ("shapes.accuracy>=0.1", "pass")]
