@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 
 from pytest_mllm import record as records
-from pytest_mllm.engine.evaluator import load_failure_line
 from pytest_mllm.echo import printable
+from pytest_mllm.engine.evaluator import load_failure_line
+from pytest_mllm.engine.output_paths import OutputError, OutputWriteError
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
+from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.model_load import ModelLoadReport
-from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.summary import write_optimization, write_scores
 from pytest_mllm.record import Record
-from pytest_mllm.engine.output_paths import OutputError, OutputWriteError
 from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
 from pytest_mllm.scoring.gates import Verdict
