@@ -51,6 +51,7 @@ class MllmHooks:
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self._plan_printed = False
         self.write_failure = ""  # why an output could not be written at the end
+        self.failed_load: str | None = None  # the summary's line when the model could not be loaded
 
     def record_for(self, item: pytest.Item) -> Record:
         return self.batches.record_for(item)  # type: ignore[arg-type]
@@ -251,7 +252,8 @@ class MllmHooks:
         from pytest_mllm.harness.junit import write_to_junit
 
         write_to_junit(self.config, self.results, self.verdicts)
-        if load_failure_line([r for result in self.results.values() for r in result.records]):
+        self.failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
+        if self.failed_load:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the model could not be loaded: nothing was evaluated
         outputs = self.options.outputs
         # Only the results JSON and the HTML report read the document: building it computes every metric's
@@ -296,9 +298,8 @@ class MllmHooks:
         if self.results or self.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
             write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)
-        failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
-        if failed_load:  # once, with the count, instead of the same message under every sample
-            terminalreporter.write_line(f"pytest-mllm: {failed_load}", red=True, bold=True)
+        if self.failed_load:  # once, instead of the same message under every sample
+            terminalreporter.write_line(f"pytest-mllm: {self.failed_load}", red=True, bold=True)
         if self.write_failure:
             terminalreporter.write_line(self.write_failure, red=True, bold=True)
 
