@@ -7,6 +7,7 @@ starts the run and registers the hooks that delegate to the evaluation core.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -52,10 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
         start_run(config)
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """-n auto with a model under test: one worker per GPU group (none on a CPU-only machine)."""
-    if not _active(config):
+    """-n auto with a model under test: one worker per GPU group (none on a CPU-only machine), asked
+    before xdist's own count of cores; PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is left to xdist."""
+    if not _active(config) or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
     from pytest_mllm.harness.setup import gpu_groups
 

@@ -43,6 +43,19 @@ def test_each_worker_is_bound_to_its_gpu(pytester: pytest.Pytester) -> None:
     assert set(_answers(pytester, "-n", "auto", "--mllm-gpus=0,1,2,3", "--mllm-gpus-per-worker=2")) == {"0,1", "2,3"}
 
 
+def test_n_auto_is_one_worker_per_gpu_group_whatever_the_cpu_count(pytester: pytest.Pytester,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """-n auto counts GPU groups, not cores (xdist's own answer, the core count, must not win: on a
+    16-core machine with one GPU it asked for 16 workers); PYTEST_XDIST_AUTO_NUM_WORKERS still rules."""
+    pytester.makeconftest(WHERE)
+    assert set(_answers(pytester, "-n", "auto", "--mllm-gpus=0")) == {"0"}
+    # registered before xdist (as where the plugin's package comes first on the path), asked after it
+    assert set(_answers(pytester, "-p", "no:mllm", "-p", "pytest_mllm.plugin", "-n", "auto", "--mllm-gpus=0")) == {"0"}
+    assert set(_answers(pytester, "-n", "auto", "--mllm-gpus=0,1,2")) == {"0", "1", "2"}
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    assert set(_answers(pytester, "-n", "auto", "--mllm-gpus=0,1,2")) == {"0", "1"}
+
+
 def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--mllm=baseline:yes", "--mllm-bench=shapes", "-n", "3", "--mllm-gpus=0,1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
