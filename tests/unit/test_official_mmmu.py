@@ -29,7 +29,7 @@ import pytest
 from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, compute_results
+from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring import mmmu
 
@@ -101,6 +101,14 @@ def test_options_answers_and_images_are_those_mmmus_code_was_given(runs: dict[st
         accepted = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
         assert (mmmu.references(sample.answer) if not sample.choices else [sample.answer]) == accepted, row["id"]
         assert len(sample.images) == len(row["images"]), row["id"]
+
+
+def test_the_results_name_mmmus_commit_and_no_deviation(runs: dict[str, Any]) -> None:
+    for name in REFERENCE:
+        entry = results_document({name: runs[name][1]}, [], {})["benchmarks"][name]
+        assert entry["deviations"] == []
+        assert (entry["reference"]["repository"], entry["reference"]["commit"]) == \
+            ("MMMU-Benchmark/MMMU", "bb0b95a945998d91dfef37e969e07d49d1139438")
 
 
 def test_both_layouts_agree_wherever_their_references_do(runs: dict[str, Any]) -> None:
