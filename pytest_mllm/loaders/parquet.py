@@ -35,9 +35,13 @@ loader_options:
             without it a letter, else an index (an option's text too with the `answer_option_text`
             deviation, and a cell that reading and its index take to different options, '2' with the
             options ['5', '2', '7'], is that row's error)
+  cells:    how the answer, category, l2_category and option cells are read: "pandas" (default) as
+            the reference reads the TSV twin, or "as_stored", each cell's text as the file stores it,
+            for a benchmark whose reference reads the parquet release itself (MMMU's code reads it
+            with `datasets`: an answer "None" is the word "None")
 
-The answer, category, l2_category and option cells are read as the benchmark's reference reads its
-TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
+By default the answer, category, l2_category and option cells are read as the benchmark's reference
+reads its TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
 all-number column is numbers), so that both layouts of a benchmark score alike; a missing answer
 is "nan", as there. An answer is an option's letter, or its position in a choices list; an answer
 that is neither is scored and never right, as the reference scores it (the `answer_option_text`
@@ -60,8 +64,9 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category")
-OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is")
+OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells")
 ANSWER_READINGS = ("letter", "index", "text")  # loader_options.answer_is: how a choice answer cell is read
+CELL_READINGS = ("pandas", "as_stored")  # loader_options.cells: the reference's reading of the text cells
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
 
@@ -86,7 +91,12 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     if answer_is is not None and answer_is not in ANSWER_READINGS:
         raise SpecError(f"{spec.path}: field 'loader_options.answer_is': {answer_is!r} is not one of "
                         f"{', '.join(ANSWER_READINGS)}")
-    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations), answer_is)
+    cells = options.get("cells", "pandas")
+    if cells not in CELL_READINGS:
+        raise SpecError(f"{spec.path}: field 'loader_options.cells': {cells!r} is not one of "
+                        f"{', '.join(CELL_READINGS)}")
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations), answer_is,
+                   cells == "as_stored")
     if rules.inline_options and columns.get("choices"):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
                         "question or from columns.choices, not both")
@@ -133,6 +143,7 @@ class _Rules(NamedTuple):
     inline_options: bool = False
     deviations: frozenset[str] = frozenset()
     answer_is: str | None = None  # how a choice answer is read: letter, index or text (None: letter, else index)
+    as_stored: bool = False  # loader_options.cells "as_stored": the text cells as the file stores them
 
 
 def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
@@ -334,7 +345,8 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
     table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
     count = parquet.metadata.num_rows
     cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
-    _read_cells(cells, columns, rules or _Rules({}))
+    if not (rules and rules.as_stored):
+        _read_cells(cells, columns, rules or _Rules({}))
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
     starts, start = [], 0
@@ -513,7 +525,7 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
         return ()
     if isinstance(spec, list):  # cells read as the TSV twin's option columns (`_read_cells`): None when missing
         texts = [row.get(name) for name in spec]
-        return tuple((letter, str(text)) for letter, text in zip(_LETTERS, texts) if text is not None)
+        return tuple((letter, str(text)) for letter, text in zip(_LETTERS, texts) if text not in (None, ""))
     cell = row.get(spec)
     if cell is None:
         return ()
