@@ -133,12 +133,23 @@ def test_strip_cells_reads_a_spaced_ground_truth(tmp_path: Path) -> None:
     assert [(r["answer"], r["status"]) for r in records] == [("yes", "correct"), ("no", "correct")]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_a_run_over_each_fixture_exits_0(pytester: pytest.Pytester, runs: dict[str, Any], name: str) -> None:
-    data, recording = CASES[name]
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--mllm-bench={name}", f"--mllm-data={data}",
-                                f"--mllm=replay:{recording}", "--mllm-cache=off")
+def test_one_run_over_the_three_fixtures_exits_0(pytester: pytest.Pytester, tmp_path: Path,
+                                                 runs: dict[str, Any]) -> None:
+    """One pytest-mllm run over the three folders, every row answered by its recorded answer: no ERROR, exit 0.
+    Both MME specs are named "mme", so the results-format one runs here under the name "mme_results"."""
+    results_spec = tmp_path / "mme_results.yaml"
+    results_spec.write_text(find_spec("mme_results").read_text(encoding="utf-8").replace("name: mme\n",
+                                                                                         "name: mme_results\n"))
+    answers = tmp_path / "answers.jsonl"
+    with answers.open("w", encoding="utf-8") as out:
+        for name, (records, _) in runs.items():
+            for record in records:
+                out.write(json.dumps({"id": f"{name}::{record['id']}", "response": record["response"]}) + "\n")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", f"--mllm-bench=mme,pope,{results_spec}",
+        *(f"--mllm-data={name}={data}" for name, (data, _) in CASES.items()), f"--mllm=replay:{answers}",
+        "--mllm-cache=off")
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
     assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes.get("incorrect", 0) == len(runs[name][0])
+    assert outcomes["passed"] + outcomes.get("incorrect", 0) == sum(len(records) for records, _ in runs.values())
