@@ -61,7 +61,8 @@ def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path)
         question, sep, answer = line.strip().rpartition("\t")
         if not sep or answer.strip().lower() not in ("yes", "no"):
             out.append(BadSample(sample_id, benchmark, task,
-                                 f"{qa_file}:{number}: expected 'question<TAB>Yes|No', got {line!r}"))
+                                 f"{qa_file}:{number}: expected 'question<TAB>Yes|No', got {line!r}",
+                                 pair_group=f"{task}::{image}"))
             continue
         out.append(Sample(
             id=sample_id, benchmark=benchmark, task=task, question=question, answer=answer.strip(),
@@ -96,7 +97,8 @@ def load_mme_results_folder(spec: BenchmarkSpec, root: Path | None) -> list[Samp
                 continue
             truth = line.answer.strip() if strip else line.answer
             if truth.lower() not in ("yes", "no"):
-                samples.append(BadSample(sample_id, spec.name, task, _truth_problem(where, line.answer)))
+                samples.append(BadSample(sample_id, spec.name, task, _truth_problem(where, line.answer),
+                                         pair_group=f"{task}::pair{pair}"))
                 continue
             samples.append(Sample(
                 id=sample_id, benchmark=spec.name, task=task, question=line.question,
