@@ -290,7 +290,8 @@ class Evaluation:
     @staticmethod
     def unreadable(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
         """The error record of a sample that could not be read."""
-        placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="")
+        placeholder = Sample(id=sample.id, benchmark=sample.benchmark, task=sample.task, question="", answer="",
+                             pair_group=sample.pair_group if isinstance(sample, BadSample) else None)
         record = sample_record(placeholder, spec, "")
         record["error"] = sample.error if isinstance(sample, BadSample) else sample.reason
         return record

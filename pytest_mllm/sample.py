@@ -79,6 +79,7 @@ class BadSample:
     benchmark: str
     task: str
     error: str
+    pair_group: str | None = None  # its pair (MME's two questions of an image): left out of accuracy+ with it
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ VARIANT_MODES = ("none", "grid", "full", "property")
 DEVIATIONS = {
     "keep_na_words": "an option, answer or category cell holding one of pandas' missing-value words (\"None\", "
                      "\"NA\", \"nan\", \"null\", …) is that text, not a missing cell",
-    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells are removed, and no "
-                   "column is read as numbers",
+    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells (and around an MME "
+                   "results file's ground truth) are removed, and no column is read as numbers",
     "answer_option_text": "(parquet) an answer cell holding an option's text is that option's letter, not an "
                           "answer no response can match",
 }

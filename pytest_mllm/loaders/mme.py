@@ -61,7 +61,8 @@ def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path)
         question, sep, answer = line.strip().rpartition("\t")
         if not sep or answer.strip().lower() not in ("yes", "no"):
             out.append(BadSample(sample_id, benchmark, task,
-                                 f"{qa_file}:{number}: expected 'question<TAB>Yes|No', got {line!r}"))
+                                 f"{qa_file}:{number}: expected 'question<TAB>Yes|No', got {line!r}",
+                                 pair_group=f"{task}::{image}"))
             continue
         out.append(Sample(
             id=sample_id, benchmark=benchmark, task=task, question=question, answer=answer.strip(),
@@ -82,23 +83,34 @@ def load_mme_results_folder(spec: BenchmarkSpec, root: Path | None) -> list[Samp
     by_task: dict[str, list] = {}
     for line in lines:
         by_task.setdefault(line.task, []).append(line)
+    strip = "strip_cells" in spec.deviations
     samples: list[Sample | BadSample] = []
     for task in sorted(by_task, key=lambda t: (order.get(t, len(order)), t)):
         task_lines = by_task[task]
         for position, line in enumerate(task_lines):
             pair, member = divmod(position, 2)
             sample_id = f"{task}::{line.image}::q{member + 1}"
+            where = f"{root / (task + '.txt')}: line {position + 1}"
             if member == 0 and position == len(task_lines) - 1:
-                samples.append(BadSample(sample_id, spec.name, task,
-                                         f"{root / (task + '.txt')}: line {position + 1} has no pair line"))
+                samples.append(BadSample(sample_id, spec.name, task, f"{where} has no pair line; MME's "
+                                         "calculation.py cannot score the file either (it reads lines two by two)"))
                 continue
-            if line.answer.strip().lower() not in ("yes", "no"):
-                samples.append(BadSample(sample_id, spec.name, task, f"{root / (task + '.txt')}: line "
-                                         f"{position + 1}: ground truth {line.answer!r} is not Yes or No"))
+            truth = line.answer.strip() if strip else line.answer
+            if truth.lower() not in ("yes", "no"):
+                samples.append(BadSample(sample_id, spec.name, task, _truth_problem(where, line.answer),
+                                         pair_group=f"{task}::pair{pair}"))
                 continue
             samples.append(Sample(
                 id=sample_id, benchmark=spec.name, task=task, question=line.question,
-                answer=line.answer.strip(), answer_type="yes_no",
+                answer=truth, answer_type="yes_no",
                 images=(ImageRef("path", line.image, root=root),), pair_group=f"{task}::pair{pair}",
             ))
     return samples
+
+
+def _truth_problem(where: str, truth: str) -> str:
+    """Why a ground-truth cell cannot be scored: MME's script lowercases it and stops at anything but yes/no."""
+    fix = ("remove the spaces around it, or list `strip_cells` in the spec's `deviations`"
+           if truth.strip().lower() in ("yes", "no") else "write Yes or No")
+    return (f"{where}: ground truth {truth!r} is not Yes or No; MME's calculation.py cannot score the file "
+            f"either (it stops at any other ground truth): {fix}")

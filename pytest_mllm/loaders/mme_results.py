@@ -30,14 +30,17 @@ def read_mme_results(folder: Path) -> list[ResultLine]:
     for path in files:
         # Lines end at "\n" (and "\r", "\r\n": universal newlines) only, as the official script's
         # readlines() reads them: not at U+2028, a form feed or the other breaks str.splitlines() knows.
-        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        # A byte-order mark is not part of the first image's name (the script never reads the name).
+        for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
             if not line.strip():
                 continue
             parts = line.split("\t")
             if len(parts) != 4:
                 raise ValueError(
                     f"{path}:{number}: expected 4 tab-separated columns "
-                    f"(image, question, ground truth, response), got {len(parts)}"
+                    f"(image, question, ground truth, response), got {len(parts)}; MME's calculation.py "
+                    "cannot score this file either (it splits each line into exactly these four): a response "
+                    "holding a tab or a line break must be written on one line without them"
                 )
             lines.append(ResultLine(path.stem, *parts))
     return lines
