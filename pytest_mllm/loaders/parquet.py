@@ -334,6 +334,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
     table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
     count = parquet.metadata.num_rows
     cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
+    written = dict(cells)  # the cells as written: a row's id is built from them, as the TSV's index is
     _read_cells(cells, columns, rules or _Rules({}))
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
@@ -350,7 +351,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
             group += 1
         if any(str(row[name]) not in values for name, values in where.items()):
             continue
-        raw_id = _raw_id(row, columns.get("id"), number)
+        raw_id = _raw_id({name: written[name][number] for name in names_read}, columns.get("id"), number)
         task = str(row.get(columns["task"]) or "") if columns.get("task") else fixed_task
         sample_id = f"{task or fixed_task}::{raw_id if raw_id not in (None, '') else f'row{number}'}"
         try:
@@ -387,13 +388,14 @@ def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Ru
 
 
 def _raw_id(row: dict[str, Any], column: str | list[str] | None, number: int) -> Any:
-    """The row's id: its id cell, its id cells joined by "_" (None if one is empty), or its position."""
+    """The row's id: its id cell, its id cells joined by "_" (an empty cell an empty part, as in
+    HallusionBench's index "VD__1_4_0_0"; None if every one is empty), or its position."""
     if not column:
         return number
     if isinstance(column, str):
         return row.get(column)
-    parts = [row.get(name) for name in column]
-    return None if any(part in (None, "") for part in parts) else "_".join(str(part) for part in parts)
+    parts = ["" if row.get(name) is None else str(row.get(name)) for name in column]
+    return "_".join(parts) if any(parts) else None
 
 
 def _image_kind(kind: Any) -> str | None:
@@ -474,9 +476,10 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
                              f"{type(cell).__name__}")
         references = [str(x).strip() for x in cell or [] if x is not None and str(x).strip()]
     answer_cell = row.get(columns["answer"]) if columns.get("answer") else None
-    if isinstance(answer_cell, list):  # a list answer column: the accepted answers
-        references = references or [str(x).strip() for x in answer_cell if x is not None and str(x).strip()]
-        answer = references[0] if references else ""
+    if isinstance(answer_cell, list):  # a list answer column: the accepted answers, each as written (an empty
+        # one counts as one of the humans, as in the TSV twin's list text)
+        references = references or [str(x) for x in answer_cell if x is not None]
+        answer = next((r.strip() for r in references if r.strip()), "")
     else:
         answer = _read(answer_cell, columns.get("answer") or "answer") or ("" if references else "nan")
         answer = rules.answers.get(answer, answer)  # a missing cell: "nan", as the reference prints pandas' NaN
