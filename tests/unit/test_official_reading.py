@@ -35,7 +35,7 @@ pytest.importorskip("pyarrow")
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
 REFERENCE = json.loads((FIXTURES / "reference_scores.json").read_text(encoding="utf-8"))
-BENCHMARKS = sorted(REFERENCE)
+BENCHMARKS = sorted(name for name in REFERENCE if name != "list_cells")
 LAYOUTS = {name: ("", "_parquet") if (FIXTURES / f"{name}_parquet").is_dir() else ("",) for name in BENCHMARKS}
 PAIRED = [name for name in BENCHMARKS if len(LAYOUTS[name]) == 2]  # MMBench has no parquet release
 CASES = [(name, layout) for name in BENCHMARKS for layout in LAYOUTS[name]]
@@ -167,6 +167,23 @@ def test_deviations_are_off_by_default_named_when_on_and_recorded(tmp_path: Path
     first = _by_row(records)[0]  # options " dog", "cat\t": the answer "cat" reads as B once stripped
     assert first["correct"] is True and REFERENCE["mmt_bench"]["hit"][0] == 0
     assert friendly.metrics["accuracy"] > result.metrics["accuracy"]
+
+
+@pytest.mark.parametrize(("reference_name", "parser"), [("TextVQA_VAL", "textvqa_score"), ("DocVQA_VAL", "docvqa_anls"),
+                                                       ("ChartQA_TEST", "chartqa_relaxed"), ("OCRBench", "ocrbench")])
+def test_list_looking_answer_cells_are_computed_as_the_reference_evals_them(reference_name: str, parser: str) -> None:
+    """Each cell of `list_cells` (`[1/2]`, `[2*3, 'a']`, `[Gambia, Niger]`, …) against each prediction scores
+    what the reference's metric gives (its `eval` of the cell, then the metric), and is this row's error
+    where the reference stops (an item that is not text: AttributeError; OCRBench evals every cell)."""
+    from pytest_mllm.scoring.references import score_answer
+
+    for case in REFERENCE["list_cells"]:
+        expected = case[reference_name]
+        if isinstance(expected, str):  # the exception that stopped the reference
+            with pytest.raises(ValueError, match="cannot score it either|cannot score either"):
+                score_answer(parser, case["prediction"], [case["cell"]])
+        else:
+            assert score_answer(parser, case["prediction"], [case["cell"]])[0] == pytest.approx(expected), case
 
 
 def test_the_fixtures_are_what_their_script_writes() -> None:
