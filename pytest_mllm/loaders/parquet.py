@@ -97,10 +97,11 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     for name in configs:
         task = str(options.get("task") or (name if config == "*" else spec.name))
         first_row = 0  # a row's position in its split, across files (lmms-eval's doc_id)
-        for path in dataset_files(spec, root, options.get("split"), name):
-            found, rows = _file_samples(spec, base, path, columns, task, first_row, where, rules)
-            samples.extend(found)
-            first_row += rows
+        files = [_read_file(spec, path, columns, where) for path in dataset_files(spec, root, options.get("split"), name)]
+        _read_split_cells(files, columns, rules)
+        for file in files:
+            samples.extend(_file_samples(spec, base, file, columns, task, first_row, rules))
+            first_row += file.count
     return samples
 
 
@@ -290,10 +291,25 @@ def _image_leaf(schema: Any, column: str) -> str | None:
     return None
 
 
-def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any], fixed_task: str,
-                  first_row: int = 0, where: dict[str, set[str]] | None = None,
-                  rules: _Rules | None = None) -> tuple[list[Sample | BadSample], int]:
-    """The samples of one file's rows (those `where` keeps), and the number of rows in the file."""
+class _FileCells(NamedTuple):
+    """One parquet file of a split: its text cells as read (`cells`) and as written, which rows `where`
+    keeps, the kind of each image column."""
+
+    path: Path
+    parquet: Any  # pyarrow.parquet.ParquetFile
+    cells: dict[str, list[Any]]
+    written: dict[str, list[Any]]
+    kept: list[bool]
+    image_kinds: dict[str, str]
+
+    @property
+    def count(self) -> int:
+        return int(self.parquet.metadata.num_rows)
+
+
+def _read_file(spec: BenchmarkSpec, path: Path, columns: dict[str, Any],
+               where: dict[str, set[str]] | None = None) -> _FileCells:
+    """A file's text columns (and the `path` leaf of its image structs), never its image bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -332,10 +348,38 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         if leaf:
             leaves.append(leaf)
     table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
-    count = parquet.metadata.num_rows
     cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
-    written = dict(cells)  # the cells as written: a row's id is built from them, as the TSV's index is
-    _read_cells(cells, columns, rules or _Rules({}))
+    kept = [all(str(cells[name][number]) in values for name, values in where.items())
+            for number in range(parquet.metadata.num_rows)]
+    return _FileCells(path, parquet, cells, dict(cells), kept, kinds)
+
+
+def _read_split_cells(files: list[_FileCells], columns: dict[str, Any], rules: _Rules) -> None:
+    """The answer, category and option cells of the split's kept rows read as the TSV twin's (`_read_cells`),
+    each column typed over all of them at once, as pandas types a column over the whole TSV, which holds
+    those rows from every file: a column of numbers in one file and of text in another is text in both."""
+    names = [name for name in files[0].cells if all(name in file.cells for file in files)] if files else []
+    joined = {name: [value for file in files for value, keep in zip(file.cells[name], file.kept) if keep]
+              for name in names}
+    _read_cells(joined, columns, rules)
+    position = 0
+    for file in files:
+        rows = [number for number, keep in enumerate(file.kept) if keep]
+        for name in names:
+            read = list(file.cells[name])
+            for offset, number in enumerate(rows):
+                read[number] = joined[name][position + offset]
+            file.cells[name] = read
+        position += len(rows)
+
+
+def _file_samples(spec: BenchmarkSpec, base: Path, file: _FileCells, columns: dict[str, Any], fixed_task: str,
+                  first_row: int = 0, rules: _Rules | None = None) -> list[Sample | BadSample]:
+    """The samples of one file's rows (those `where` keeps); the row numbers of the split start at `first_row`."""
+    path, parquet, cells, written, kinds = file.path, file.parquet, file.cells, file.written, file.image_kinds
+    image_columns = columns["image"] if isinstance(columns["image"], list) else (
+        [columns["image"]] if columns["image"] else [])
+    count = file.count
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
     starts, start = [], 0
@@ -349,7 +393,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         row = {name: cells[name][number] for name in names_read}
         while group + 1 < len(starts) and number >= starts[group + 1]:
             group += 1
-        if any(str(row[name]) not in values for name, values in where.items()):
+        if not file.kept[number]:
             continue
         raw_id = _raw_id({name: written[name][number] for name in names_read}, columns.get("id"), number)
         task = str(row.get(columns["task"]) or "") if columns.get("task") else fixed_task
@@ -365,7 +409,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
             samples.append(sample)
         except ValueError as exc:
             samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
-    return samples, count
+    return samples
 
 
 def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Rules) -> None:
