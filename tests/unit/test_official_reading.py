@@ -3,14 +3,22 @@
 `fixtures/official/` holds, per benchmark with a TSV and a parquet layout, one set of rows shaped like
 the real files' awkward ones (list-looking answers, one-element list answers, word answers, cells with
 spaces and tabs, "None"/"NA"/"nan" options, numeric option columns, a subtask shared by two meta-tasks,
-a byte-order mark), written both ways, with recorded answers. Expected numbers: VLMEvalKit's own
-evaluation run on the TSVs (`fixtures/official/reference_scores.json`): repository
-open-compass/VLMEvalKit, commit e8e78f05f3080fe28154f2130321f17951c3be94, files
+a byte-order mark; HallusionBench's figure and question groups with a missing or "nan" l2-category and
+a category with a trailing space, yes/no responses read either way; TextVQA's ten-answer list text with
+quotes, NaN-like words, number words and an empty answer; a SEED-Bench parquet release in two files
+whose option columns are numbers in one file only), written both ways, with recorded answers. Expected
+numbers: VLMEvalKit's own evaluation run on the TSVs (`fixtures/official/reference_scores.json`):
+repository open-compass/VLMEvalKit, commit e8e78f05f3080fe28154f2130321f17951c3be94, files
 vlmeval/dataset/image_vqa.py (ImageVQADataset.evaluate_heuristic, OCRBench.evaluate),
 vlmeval/dataset/image_mcq.py (ImageMCQDataset.evaluate_heuristic, judge exact_matching),
-vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py, vlmeval/utils/matching_util.py (can_infer),
-vlmeval/smp/file.py (load: pandas read_csv); command in fixtures/official/README.md:
-`cd /tmp/ref/src && PYTHONPATH=. ../venv/bin/python ../run_reference.py <fixtures/official> out.json`.
+vlmeval/dataset/image_yorn.py (ImageYORNDataset.evaluate, judge exact_matching) with
+vlmeval/dataset/utils/yorn.py (YOrN_Extraction, Hallusion_rating),
+vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py (process_line, hit_calculate: VQA score, ANLS,
+relaxed accuracy), vlmeval/utils/matching_util.py (can_infer), vlmeval/smp/file.py (load: pandas
+read_csv); `list_cells`: those metrics on list-looking answer cells ("[1/2]", "[2*3, 'a']", …), which
+the reference `eval`s. Command in fixtures/official/README.md:
+`cd /tmp/ref_v/src && PYTHONPATH=. ../venv/bin/python <repo>/fixtures/official/run_reference.py
+<repo>/fixtures/official <repo>/fixtures/official/reference_scores.json`.
 
 The sweep: every fixture, both layouts, answered by its recorded answers (replay), is scored with no
 ERROR row (a run over it exits 0), every row's verdict equal to the reference's hit, the headline equal
