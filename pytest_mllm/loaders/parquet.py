@@ -38,10 +38,12 @@ loader_options:
 
 The answer, category, l2_category and option cells are read as the benchmark's reference reads its
 TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
-all-number column is numbers), so that both layouts of a benchmark score alike; a missing answer
-is "nan", as there. An answer is an option's letter, or its position in a choices list; an answer
-that is neither is scored and never right, as the reference scores it (the `answer_option_text`
-deviation reads an option's text as its letter).
+all-number column is numbers; a column is typed over the rows `where` keeps in every file of the
+split, as pandas types the TSV twin's whole column), so that both layouts of a benchmark score alike;
+a missing answer is "nan", as there. A list answer column's items are the answers as written. An
+answer is an option's letter, or its position in a choices list; an answer that is neither is
+scored and never right, as the reference scores it (the `answer_option_text` deviation reads an
+option's text as its letter).
 """
 
 from __future__ import annotations
