@@ -42,10 +42,12 @@ loader_options:
 
 By default the answer, category, l2_category and option cells are read as the benchmark's reference
 reads its TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
-all-number column is numbers), so that both layouts of a benchmark score alike; a missing answer
-is "nan", as there. An answer is an option's letter, or its position in a choices list; an answer
-that is neither is scored and never right, as the reference scores it (the `answer_option_text`
-deviation reads an option's text as its letter).
+all-number column is numbers; a column is typed over the rows `where` keeps in every file of the
+split, as pandas types the TSV twin's whole column), so that both layouts of a benchmark score alike;
+a missing answer is "nan", as there. A list answer column's items are the answers as written. An
+answer is an option's letter, or its position in a choices list; an answer that is neither is
+scored and never right, as the reference scores it (the `answer_option_text` deviation reads an
+option's text as its letter).
 """
 
 from __future__ import annotations
@@ -107,10 +109,12 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     for name in configs:
         task = str(options.get("task") or (name if config == "*" else spec.name))
         first_row = 0  # a row's position in its split, across files (lmms-eval's doc_id)
-        for path in dataset_files(spec, root, options.get("split"), name):
-            found, rows = _file_samples(spec, base, path, columns, task, first_row, where, rules)
-            samples.extend(found)
-            first_row += rows
+        files = [_read_file(spec, path, columns, where) for path in dataset_files(spec, root, options.get("split"), name)]
+        if not rules.as_stored:
+            _read_split_cells(files, columns, rules)
+        for file in files:
+            samples.extend(_file_samples(spec, base, file, columns, task, first_row, rules))
+            first_row += file.count
     return samples
 
 
@@ -301,10 +305,25 @@ def _image_leaf(schema: Any, column: str) -> str | None:
     return None
 
 
-def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str, Any], fixed_task: str,
-                  first_row: int = 0, where: dict[str, set[str]] | None = None,
-                  rules: _Rules | None = None) -> tuple[list[Sample | BadSample], int]:
-    """The samples of one file's rows (those `where` keeps), and the number of rows in the file."""
+class _FileCells(NamedTuple):
+    """One parquet file of a split: its text cells as read (`cells`) and as written, which rows `where`
+    keeps, the kind of each image column."""
+
+    path: Path
+    parquet: Any  # pyarrow.parquet.ParquetFile
+    cells: dict[str, list[Any]]
+    written: dict[str, list[Any]]
+    kept: list[bool]
+    image_kinds: dict[str, str]
+
+    @property
+    def count(self) -> int:
+        return int(self.parquet.metadata.num_rows)
+
+
+def _read_file(spec: BenchmarkSpec, path: Path, columns: dict[str, Any],
+               where: dict[str, set[str]] | None = None) -> _FileCells:
+    """A file's text columns (and the `path` leaf of its image structs), never its image bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -343,10 +362,38 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         if leaf:
             leaves.append(leaf)
     table = parquet.read(columns=wanted + leaves) if wanted or leaves else None
-    count = parquet.metadata.num_rows
     cells = {name: table.column(name).to_pylist() for name in table.column_names} if table is not None else {}
-    if not (rules and rules.as_stored):
-        _read_cells(cells, columns, rules or _Rules({}))
+    kept = [all(str(cells[name][number]) in values for name, values in where.items())
+            for number in range(parquet.metadata.num_rows)]
+    return _FileCells(path, parquet, cells, dict(cells), kept, kinds)
+
+
+def _read_split_cells(files: list[_FileCells], columns: dict[str, Any], rules: _Rules) -> None:
+    """The answer, category and option cells of the split's kept rows read as the TSV twin's (`_read_cells`),
+    each column typed over all of them at once, as pandas types a column over the whole TSV, which holds
+    those rows from every file: a column of numbers in one file and of text in another is text in both."""
+    names = [name for name in files[0].cells if all(name in file.cells for file in files)] if files else []
+    joined = {name: [value for file in files for value, keep in zip(file.cells[name], file.kept) if keep]
+              for name in names}
+    _read_cells(joined, columns, rules)
+    position = 0
+    for file in files:
+        rows = [number for number, keep in enumerate(file.kept) if keep]
+        for name in names:
+            read = list(file.cells[name])
+            for offset, number in enumerate(rows):
+                read[number] = joined[name][position + offset]
+            file.cells[name] = read
+        position += len(rows)
+
+
+def _file_samples(spec: BenchmarkSpec, base: Path, file: _FileCells, columns: dict[str, Any], fixed_task: str,
+                  first_row: int = 0, rules: _Rules | None = None) -> list[Sample | BadSample]:
+    """The samples of one file's rows (those `where` keeps); the row numbers of the split start at `first_row`."""
+    path, parquet, cells, written, kinds = file.path, file.parquet, file.cells, file.written, file.image_kinds
+    image_columns = columns["image"] if isinstance(columns["image"], list) else (
+        [columns["image"]] if columns["image"] else [])
+    count = file.count
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
     starts, start = [], 0
@@ -360,9 +407,9 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
         row = {name: cells[name][number] for name in names_read}
         while group + 1 < len(starts) and number >= starts[group + 1]:
             group += 1
-        if any(str(row[name]) not in values for name, values in where.items()):
+        if not file.kept[number]:
             continue
-        raw_id = _raw_id(row, columns.get("id"), number)
+        raw_id = _raw_id({name: written[name][number] for name in names_read}, columns.get("id"), number)
         task = str(row.get(columns["task"]) or "") if columns.get("task") else fixed_task
         sample_id = f"{task or fixed_task}::{raw_id if raw_id not in (None, '') else f'row{number}'}"
         try:
@@ -376,7 +423,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
             samples.append(sample)
         except ValueError as exc:
             samples.append(BadSample(sample_id, spec.name, task or fixed_task, f"{path}: row {number}: {exc}"))
-    return samples, count
+    return samples
 
 
 def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Rules) -> None:
@@ -399,13 +446,14 @@ def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Ru
 
 
 def _raw_id(row: dict[str, Any], column: str | list[str] | None, number: int) -> Any:
-    """The row's id: its id cell, its id cells joined by "_" (None if one is empty), or its position."""
+    """The row's id: its id cell, its id cells joined by "_" (an empty cell an empty part, as in
+    HallusionBench's index "VD__1_4_0_0"; None if every one is empty), or its position."""
     if not column:
         return number
     if isinstance(column, str):
         return row.get(column)
-    parts = [row.get(name) for name in column]
-    return None if any(part in (None, "") for part in parts) else "_".join(str(part) for part in parts)
+    parts = ["" if row.get(name) is None else str(row.get(name)) for name in column]
+    return "_".join(parts) if any(parts) else None
 
 
 def _image_kind(kind: Any) -> str | None:
@@ -486,9 +534,10 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
                              f"{type(cell).__name__}")
         references = [str(x).strip() for x in cell or [] if x is not None and str(x).strip()]
     answer_cell = row.get(columns["answer"]) if columns.get("answer") else None
-    if isinstance(answer_cell, list):  # a list answer column: the accepted answers
-        references = references or [str(x).strip() for x in answer_cell if x is not None and str(x).strip()]
-        answer = references[0] if references else ""
+    if isinstance(answer_cell, list):  # a list answer column: the accepted answers, each as written (an empty
+        # one counts as one of the humans, as in the TSV twin's list text)
+        references = references or [str(x) for x in answer_cell if x is not None]
+        answer = next((r.strip() for r in references if r.strip()), "")
     else:
         answer = _read(answer_cell, columns.get("answer") or "answer") or ("" if references else "nan")
         answer = rules.answers.get(answer, answer)  # a missing cell: "nan", as the reference prints pandas' NaN

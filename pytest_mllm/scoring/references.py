@@ -284,35 +284,69 @@ def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
     return relaxed_accuracy(answer.strip(), references)
 
 
-def list_literal(references: Sequence[str]) -> list[str]:
-    """The accepted answers as VLMEvalKit reads an answer cell (`istype(answer, list)`): a single cell
-    that is a Python list literal (read with ast.literal_eval, never eval) gives its items as text;
-    any other cell, list-looking text included ("[Gambia, Niger]", a formula "[0, \\pi]"), is one
-    answer, compared as text."""
-    import ast
+def list_literal(references: Sequence[str], *, text_items: bool = True) -> list[str]:
+    """The accepted answers as VLMEvalKit reads an answer cell (`istype(answer, list)`, then `eval`): a
+    single cell that computes to a list (`scoring/list_cells.py`: literal arithmetic only, never eval)
+    gives its items; any other cell, list-looking text included ("[Gambia, Niger]", a formula
+    "[0, \\pi]"), is one answer, compared as text. `text_items`: the reference's metric prints each
+    item (ChartQA: `[1/2]` is the answer "0.5"); otherwise (VQA score, ANLS) an item that is not text
+    stops the reference, and here it is this row's error."""
+    from pytest_mllm.scoring.list_cells import list_cell
 
-    if len(references) == 1 and references[0].lstrip().startswith("["):
-        try:
-            value = ast.literal_eval(references[0].strip())
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return list(references)
-        if value == []:
-            raise ValueError("answer cell '[]' is an empty list of answers, which the reference cannot score either")
-        if isinstance(value, list):
-            return [str(item) for item in value]
-    return list(references)
+    if len(references) != 1 or not references[0].lstrip().startswith("["):
+        return list(references)
+    value = list_cell(references[0].strip())
+    if value is None:
+        return list(references)
+    if value == []:
+        raise ValueError("answer cell '[]' is an empty list of answers, which the reference cannot score either")
+    if not text_items and not all(isinstance(item, str) for item in value):
+        shown = next(item for item in value if not isinstance(item, str))
+        raise ValueError(f"answer cell {references[0]!r} is a list holding {shown!r}, not text, which the "
+                         "reference cannot score either (its metric reads every answer as text)")
+    return [str(item) for item in value]
 
 
-def _ocrbench(answer: str, references: Sequence[str]) -> float:
+def ocrbench_answers(references: Sequence[str]) -> list[Any]:
+    """OCRBench's answers as its VLMEvalKit evaluation reads the cell: always `eval`-ed (here computed,
+    `scoring/list_cells.py`), a list's items as they are (the scorer stops at an item that is not text,
+    as the reference does), a text's characters; a cell it cannot read is this row's error."""
+    from pytest_mllm.scoring.list_cells import NotComputed, cell_value
+
+    if len(references) != 1:
+        return list(references)
+    try:
+        value = cell_value(references[0])
+    except NotComputed:
+        raise ValueError(f"answer cell {references[0]!r} is not a Python list literal; OCRBench's reference "
+                         "evaluates every answer cell and cannot score it either") from None
+    if not isinstance(value, (list, tuple, str)):
+        raise ValueError(f"answer cell {references[0]!r} reads as {value!r}, not a list of answers, which "
+                         "OCRBench's reference cannot score either")
+    return list(value)
+
+
+def _ocrbench(answer: str, references: Sequence[Any]) -> float:
     from pytest_mllm.scoring.ocrbench import ocrbench_match
 
-    return ocrbench_match(answer, references)
+    return _first_match(ocrbench_match, answer, references)
 
 
-def _ocrbench_hme(answer: str, references: Sequence[str]) -> float:
+def _ocrbench_hme(answer: str, references: Sequence[Any]) -> float:
     from pytest_mllm.scoring.ocrbench import ocrbench_hme_match
 
-    return ocrbench_hme_match(answer, references)
+    return _first_match(ocrbench_hme_match, answer, references)
+
+
+def _first_match(match: Scorer, answer: str, references: Sequence[Any]) -> float:
+    """OCRBench's loop: the answers in order, right at the first found; an answer that is not text,
+    reached before that, stops the reference (here: this row's error)."""
+    for reference in references:
+        if not isinstance(reference, str):
+            raise ValueError(f"answer {reference!r} is not text, which OCRBench's reference cannot score either")
+        if match(answer, [reference]):
+            return 1.0
+    return 0.0
 
 
 # --------------------------------------------------------------------------- registry
@@ -331,6 +365,8 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
 }
 # Scorers that read the whole response (parser `response_text`) and accept a list-literal answer cell.
 WHOLE_RESPONSE = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
+# Of those, the metrics whose reference prints each item of a list answer cell (`str(target)`).
+TEXT_ITEMS = frozenset({"chartqa_relaxed"})
 
 
 def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
@@ -338,8 +374,12 @@ def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
     """(score in [0, 1], correct) of `answer` under the metric of `parser_name`; `from_list`: the
     references are a list column's items (a parquet release), never read again as list text."""
     scorer, threshold = SCORERS[parser_name]
-    if parser_name in WHOLE_RESPONSE and not from_list:
-        references = list_literal(references)
+    if parser_name in ("ocrbench", "ocrbench_hme") and not from_list:
+        references = ocrbench_answers(references)
+        if not references:  # "[]": the reference's loop finds nothing, the question is wrong
+            return 0.0, False
+    elif parser_name in WHOLE_RESPONSE and not from_list:
+        references = list_literal(references, text_items=parser_name in TEXT_ITEMS)
     if not references:
         raise ValueError("no reference answer to score against")
     score = scorer(answer, references)

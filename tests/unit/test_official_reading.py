@@ -3,14 +3,22 @@
 `fixtures/official/` holds, per benchmark with a TSV and a parquet layout, one set of rows shaped like
 the real files' awkward ones (list-looking answers, one-element list answers, word answers, cells with
 spaces and tabs, "None"/"NA"/"nan" options, numeric option columns, a subtask shared by two meta-tasks,
-a byte-order mark), written both ways, with recorded answers. Expected numbers: VLMEvalKit's own
-evaluation run on the TSVs (`fixtures/official/reference_scores.json`): repository
-open-compass/VLMEvalKit, commit e8e78f05f3080fe28154f2130321f17951c3be94, files
+a byte-order mark; HallusionBench's figure and question groups with a missing or "nan" l2-category and
+a category with a trailing space, yes/no responses read either way; TextVQA's ten-answer list text with
+quotes, NaN-like words, number words and an empty answer; a SEED-Bench parquet release in two files
+whose option columns are numbers in one file only), written both ways, with recorded answers. Expected
+numbers: VLMEvalKit's own evaluation run on the TSVs (`fixtures/official/reference_scores.json`):
+repository open-compass/VLMEvalKit, commit e8e78f05f3080fe28154f2130321f17951c3be94, files
 vlmeval/dataset/image_vqa.py (ImageVQADataset.evaluate_heuristic, OCRBench.evaluate),
 vlmeval/dataset/image_mcq.py (ImageMCQDataset.evaluate_heuristic, judge exact_matching),
-vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py, vlmeval/utils/matching_util.py (can_infer),
-vlmeval/smp/file.py (load: pandas read_csv); command in fixtures/official/README.md:
-`cd /tmp/ref/src && PYTHONPATH=. ../venv/bin/python ../run_reference.py <fixtures/official> out.json`.
+vlmeval/dataset/image_yorn.py (ImageYORNDataset.evaluate, judge exact_matching) with
+vlmeval/dataset/utils/yorn.py (YOrN_Extraction, Hallusion_rating),
+vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py (process_line, hit_calculate: VQA score, ANLS,
+relaxed accuracy), vlmeval/utils/matching_util.py (can_infer), vlmeval/smp/file.py (load: pandas
+read_csv); `list_cells`: those metrics on list-looking answer cells ("[1/2]", "[2*3, 'a']", …), which
+the reference `eval`s. Command in fixtures/official/README.md:
+`cd /tmp/ref_v/src && PYTHONPATH=. ../venv/bin/python <repo>/fixtures/official/run_reference.py
+<repo>/fixtures/official <repo>/fixtures/official/reference_scores.json`.
 
 The sweep: every fixture, both layouts, answered by its recorded answers (replay), is scored with no
 ERROR row (a run over it exits 0), every row's verdict equal to the reference's hit, the headline equal
@@ -35,18 +43,19 @@ pytest.importorskip("pyarrow")
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
 REFERENCE = json.loads((FIXTURES / "reference_scores.json").read_text(encoding="utf-8"))
-BENCHMARKS = sorted(REFERENCE)
+BENCHMARKS = sorted(name for name in REFERENCE if name != "list_cells")
 LAYOUTS = {name: ("", "_parquet") if (FIXTURES / f"{name}_parquet").is_dir() else ("",) for name in BENCHMARKS}
 PAIRED = [name for name in BENCHMARKS if len(LAYOUTS[name]) == 2]  # MMBench has no parquet release
 CASES = [(name, layout) for name in BENCHMARKS for layout in LAYOUTS[name]]
-VQA_THRESHOLD = {"chartqa": 1.0, "docvqa": 0.5}  # the reference's hit is a score; ours is its verdict too
+SPEC_OF = {"seedbench_files": "seedbench"}  # a second fixture of a benchmark: its folder, read by that benchmark's spec
+VQA_THRESHOLD = {"chartqa": 1.0, "docvqa": 0.5, "textvqa": 0.6}  # the reference's hit is a score; ours its verdict too
 
 
 def run(spec_name: str, *, spec_path: Path | None = None) -> tuple[list[Record], BenchmarkResult]:
     folder = FIXTURES / spec_name
     evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / 'responses.jsonl'}", cache_mode="off",
                                                data={"": str(folder)}))
-    spec = evaluation.spec(spec_path or find_spec(spec_name))
+    spec = evaluation.spec(spec_path or _spec_path(spec_name))
     samples = evaluation.samples_for(spec)
     records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
     records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
@@ -60,8 +69,13 @@ def runs() -> dict[str, tuple[list[Record], BenchmarkResult]]:
     return {name + layout: run(name + layout) for name, layout in CASES}
 
 
+def _spec_path(folder: str) -> Path:
+    name = folder.removesuffix("_parquet")
+    return find_spec(SPEC_OF.get(name, name) + folder[len(name):])
+
+
 def _by_row(records: list[Record]) -> list[Record]:
-    return sorted(records, key=lambda r: int(r["id"].rsplit("::", 1)[1].removeprefix("row")))
+    return sorted(records, key=lambda r: r["order"])  # the file's row order, in both layouts
 
 
 @pytest.mark.parametrize(("name", "layout"), CASES)
@@ -84,6 +98,8 @@ def test_every_row_is_scored_as_the_reference_scores_it(runs: dict[str, Any], na
         assert metrics["ocrbench_score"] == reference["report"]["Final Score"]
     elif name in VQA_THRESHOLD:
         assert metrics["mean_score"] * 100 == pytest.approx(reference["report"]["Overall"])
+    elif name == "hallusionbench":
+        assert metrics["q_acc"] * 100 == pytest.approx(reference["report"]["Overall"]["qAcc"])
     else:
         assert metrics["accuracy"] == pytest.approx(reference["report"]["Overall"][0])
 
@@ -105,6 +121,24 @@ def test_categories_differing_by_a_trailing_tab_stay_apart(runs: dict[str, Any])
             assert metrics[f"{category}.accuracy"] == pytest.approx(report[category][0]), (layout, category)
 
 
+def test_hallusionbench_accuracies_per_category_and_l2_category(runs: dict[str, Any]) -> None:
+    """aAcc, fAcc and qAcc overall, per category ("VS" and "VS " apart) and per l2-category; the reference's
+    row for a missing l2-category ("nan": its figure and question keys still group those rows) has no rows
+    of its own (pandas' NaN equals nothing) and is NaN, so it has no counterpart here."""
+    report = REFERENCE["hallusionbench"]["report"]
+    for layout in ("hallusionbench", "hallusionbench_parquet"):
+        metrics = runs[layout][1].metrics
+        for split, values in report.items():
+            prefix = "" if split == "Overall" else ("category." if split in ("VD", "VS", "VS ") else "l2_category.")
+            if values["aAcc"] is None:
+                assert not any(key.startswith(f"{prefix}{split}.") for key in metrics), (layout, split)
+                continue
+            got = {name: metrics[f"{prefix}{split}.{name}" if prefix else name] * 100
+                   for name in ("a_acc", "f_acc", "q_acc")}
+            assert got == pytest.approx({"a_acc": values["aAcc"], "f_acc": values["fAcc"], "q_acc": values["qAcc"]}), \
+                (layout, split)
+
+
 def test_mmt_bench_meta_tasks_count_a_shared_subtask_whole(runs: dict[str, Any]) -> None:
     expected = REFERENCE["mmt_bench"]["l2_category"]
     for layout in ("mmt_bench", "mmt_bench_parquet"):
@@ -117,7 +151,7 @@ def test_mmt_bench_meta_tasks_count_a_shared_subtask_whole(runs: dict[str, Any])
 
 def test_option_cells_are_read_as_pandas_reads_them(runs: dict[str, Any]) -> None:
     """The options each layout gives equal the cells the reference's pandas reading gives (str of the value)."""
-    for name in ("ai2d", "seedbench", "mmt_bench", "scienceqa", "realworldqa", "mmbench", "mmstar"):
+    for name in ("ai2d", "seedbench", "seedbench_files", "mmt_bench", "scienceqa", "realworldqa", "mmbench", "mmstar"):
         read = REFERENCE[name]["read"]
         expected = [{letter: str(read[letter][row]) for letter in "ABCDEFGHI"
                      if letter in read and read[letter][row] is not None} for row in range(len(read["answer"]))]
@@ -129,8 +163,8 @@ def test_option_cells_are_read_as_pandas_reads_them(runs: dict[str, Any]) -> Non
 def _samples(spec_name: str) -> list[Any]:
     evaluation = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off",
                                                data={"": str(FIXTURES / spec_name)}))
-    samples = evaluation.samples_for(evaluation.spec(find_spec(spec_name)))
-    return sorted(samples, key=lambda s: int(s.id.rsplit("::", 1)[1].removeprefix("row")))
+    samples = evaluation.samples_for(evaluation.spec(_spec_path(spec_name)))
+    return sorted(samples, key=lambda s: s.metadata["row"])
 
 
 def test_deviations_are_off_by_default_named_when_on_and_recorded(tmp_path: Path, runs: dict[str, Any]) -> None:
@@ -149,6 +183,23 @@ def test_deviations_are_off_by_default_named_when_on_and_recorded(tmp_path: Path
     assert friendly.metrics["accuracy"] > result.metrics["accuracy"]
 
 
+@pytest.mark.parametrize(("reference_name", "parser"), [("TextVQA_VAL", "textvqa_score"), ("DocVQA_VAL", "docvqa_anls"),
+                                                       ("ChartQA_TEST", "chartqa_relaxed"), ("OCRBench", "ocrbench")])
+def test_list_looking_answer_cells_are_computed_as_the_reference_evals_them(reference_name: str, parser: str) -> None:
+    """Each cell of `list_cells` (`[1/2]`, `[2*3, 'a']`, `[Gambia, Niger]`, …) against each prediction scores
+    what the reference's metric gives (its `eval` of the cell, then the metric), and is this row's error
+    where the reference stops (an item that is not text: AttributeError; OCRBench evals every cell)."""
+    from pytest_mllm.scoring.references import score_answer
+
+    for case in REFERENCE["list_cells"]:
+        expected = case[reference_name]
+        if isinstance(expected, str):  # the exception that stopped the reference
+            with pytest.raises(ValueError, match="cannot score it either|cannot score either"):
+                score_answer(parser, case["prediction"], [case["cell"]])
+        else:
+            assert score_answer(parser, case["prediction"], [case["cell"]])[0] == pytest.approx(expected), case
+
+
 def test_the_fixtures_are_what_their_script_writes() -> None:
     import subprocess
     import sys
@@ -160,8 +211,17 @@ def test_the_fixtures_are_what_their_script_writes() -> None:
 
 def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: Path, runs: dict[str, Any]) -> None:
     """One pytest-mllm run over every fixture folder, every row answered (the recorded answers, keyed by
-    benchmark and sample id): no ERROR, exit status 0."""
+    benchmark and sample id): no ERROR, exit status 0. A second fixture of a benchmark runs under a copy
+    of its spec named as its folder."""
     names = [name + layout for name, layout in CASES]
+    benches = []
+    for folder in names:
+        spec = _spec_path(folder)
+        if spec.stem != folder:
+            text = spec.read_text(encoding="utf-8").replace(f"name: {spec.stem}\n", f"name: {folder}\n")
+            spec = tmp_path / f"{folder}.yaml"
+            spec.write_text(text, encoding="utf-8")
+        benches.append(str(spec) if spec.parent == tmp_path else folder)
     answers = tmp_path / "answers.jsonl"
     with answers.open("w", encoding="utf-8") as out:
         for spec_name in names:
@@ -171,7 +231,7 @@ def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: P
                 out.write(json.dumps({"id": f"{spec_name}::{sample.id}",
                                       "response": recorded[sample.metadata["source_id"]]}) + "\n")
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--mllm-bench={','.join(names)}", *(f"--mllm-data={n}={FIXTURES / n}" for n in names),
+        "-p", "no:cacheprovider", f"--mllm-bench={','.join(benches)}", *(f"--mllm-data={n}={FIXTURES / n}" for n in names),
         f"--mllm=replay:{answers}", "--mllm-cache=off")
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
