@@ -31,6 +31,11 @@ loader_options:
   where:    keep only the rows whose columns hold these values ({column: value or list of values},
             compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
+  cells:    how the answer, category, option and reference cells are read: "pandas" (default; the
+            reading of the benchmark's TSV twin, below) or "stored" (as the `datasets` library hands
+            them to lmms-eval: every text as stored, "None" and "nan" included, no column read as
+            numbers, reference answers unstripped and empty ones kept; an open question's answer
+            cell is its one reference, never read as a list's text)
   answer_is: how a choice question's answer cell is read: letter, index (0-based) or text (an option's);
             without it a letter, else an index (an option's text too with the `answer_option_text`
             deviation, and a cell that reading and its index take to different options, '2' with the
@@ -60,7 +65,8 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category")
-OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is")
+OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells")
+CELL_READINGS = ("pandas", "stored")  # loader_options.cells: how answer, category, option and reference cells are read
 ANSWER_READINGS = ("letter", "index", "text")  # loader_options.answer_is: how a choice answer cell is read
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
@@ -86,7 +92,11 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
     if answer_is is not None and answer_is not in ANSWER_READINGS:
         raise SpecError(f"{spec.path}: field 'loader_options.answer_is': {answer_is!r} is not one of "
                         f"{', '.join(ANSWER_READINGS)}")
-    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations), answer_is)
+    cells = options.get("cells", "pandas")
+    if cells not in CELL_READINGS:
+        raise SpecError(f"{spec.path}: field 'loader_options.cells': {cells!r} is not one of {', '.join(CELL_READINGS)}")
+    rules = _Rules({str(k): str(v) for k, v in answers.items()}, inline, frozenset(spec.deviations), answer_is,
+                   cells == "stored")
     if rules.inline_options and columns.get("choices"):
         raise SpecError(f"{spec.path}: field 'loader_options.options_in_question': the options come from the "
                         "question or from columns.choices, not both")
@@ -133,6 +143,7 @@ class _Rules(NamedTuple):
     inline_options: bool = False
     deviations: frozenset[str] = frozenset()
     answer_is: str | None = None  # how a choice answer is read: letter, index or text (None: letter, else index)
+    stored: bool = False  # cells as stored (loader_options.cells: stored), not as pandas reads the TSV twin
 
 
 def _where(spec: BenchmarkSpec, raw: Any) -> dict[str, set[str]]:
@@ -370,6 +381,8 @@ def _file_samples(spec: BenchmarkSpec, base: Path, path: Path, columns: dict[str
 def _read_cells(cells: dict[str, list[Any]], columns: dict[str, Any], rules: _Rules) -> None:
     """The answer, category and option columns replaced by their reading as the TSV twin's (`loaders/cells.py`),
     each typed over the file; a choices list column is read position by position, as the TSV's A, B, …"""
+    if rules.stored:
+        return
     reading = {"keep_na_words": "keep_na_words" in rules.deviations, "strip": "strip_cells" in rules.deviations}
     choices = columns.get("choices")
     names = [columns.get(key) for key in ("answer", "category", "l2_category")]
@@ -472,7 +485,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         if cell is not None and not isinstance(cell, list):
             raise ValueError(f"field {columns['references']!r}: expected a list of answers, found "
                              f"{type(cell).__name__}")
-        references = [str(x).strip() for x in cell or [] if x is not None and str(x).strip()]
+        references = [str(x) if rules.stored else str(x).strip() for x in cell or []
+                      if x is not None and (rules.stored or str(x).strip())]
     answer_cell = row.get(columns["answer"]) if columns.get("answer") else None
     if isinstance(answer_cell, list):  # a list answer column: the accepted answers
         references = references or [str(x).strip() for x in answer_cell if x is not None and str(x).strip()]
@@ -497,6 +511,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         answer_type = "yes_no"
     else:
         answer_type = "open"
+    if rules.stored and answer_type != "choice" and not references:
+        references = [answer]  # the cell as stored is the one answer, never read again as a list's text
     hint = _text(row.get(columns["hint"]), columns["hint"]) if columns.get("hint") else ""
     category = _read(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
     l2_category = _read(row.get(columns["l2_category"]), columns["l2_category"]) if columns.get("l2_category") else ""

@@ -21,6 +21,7 @@ VLMEvalKit's yes/no reading (HallusionBench).
 from __future__ import annotations
 
 import re
+import string
 from typing import Callable
 
 from pytest_mllm.sample import Sample
@@ -171,6 +172,37 @@ def multiple_choice_lenient(response: str, sample: Sample) -> str:
     return OTHER
 
 
+_LEADING_OPTION = re.compile(r"^\s*([A-Z])\.")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def choice_exact_match(response: str, sample: Sample | None = None) -> str:
+    """lmms-eval's letter reading for AI2D (LIME's ``ai2d_suit``): a response opening with "B." is
+    "B", any other is kept whole; then, as its ``exact_match`` with ignore_case and
+    ignore_punctuation, lowercased and stripped of ASCII punctuation (returned upper-cased, so that
+    "b" and "(B)" read as "B" and "The answer is B" reads as itself, never an option)."""
+    match = _LEADING_OPTION.match(response)
+    text = match.group(1) if match else response
+    return text.lower().translate(_PUNCTUATION).upper()
+
+
+def choice_llava(response: str, sample: Sample | None = None) -> str:
+    """LLaVA's ScienceQA reading (lmms-eval's ``sqa_process_results``, LIME's ``scienceqa_img_suit``): the
+    response is the letter itself, or opens with an upper-case letter and a period ("B. ..."); any other
+    response ("b", "(B)", "The answer is B") reads as "other"."""
+    if len(response) == 1 and response.isupper():
+        return response
+    if len(response) >= 2 and response[0].isupper() and response[1] == ".":
+        return response[0]
+    return OTHER
+
+
+def exact_stripped(response: str, sample: Sample | None = None) -> str:
+    """The response lowercased and stripped, nothing else: lmms-eval's POPE check in LIME's ``pope_suit``
+    (right only when it equals the answer, so "yes." and "No, there is none." are wrong)."""
+    return response.lower().strip()
+
+
 def _starts_with_article(response: str) -> bool:
     """True when "A" opens the response as the English article ("A dog ...")."""
     return re.match(r"^\s*A\s+[a-z]", response) is not None
@@ -233,6 +265,9 @@ _VERDICT_PARSERS: dict[str, Parser] = {
     "pope": pope,
     "choice": multiple_choice,
     "choice_lenient": multiple_choice_lenient,
+    "choice_exact_match": choice_exact_match,
+    "choice_llava": choice_llava,
+    "exact_stripped": exact_stripped,
     "exact": exact,
     "code_bleu4": code,
     "mmmu": mmmu_text,
@@ -246,7 +281,7 @@ PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 def normalize_answer(answer: str, parser_name: str) -> str:
     """The reference answer in the parser's vocabulary (yes/no lowercased, letters upper)."""
-    if parser_name in ("choice", "choice_lenient"):
+    if parser_name in ("choice", "choice_lenient", "choice_exact_match", "choice_llava"):
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)

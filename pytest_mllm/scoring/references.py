@@ -46,8 +46,6 @@ Deliberate differences from the reference implementations, all documented at the
   PTB tokeniser); text is lowercased, tokenised by sacrebleu's 13a tokeniser and stripped of
   punctuation tokens, as COCO's tokeniser strips them; no smoothing, so a caption sharing no
   4-gram with any reference (or shorter than 4 words) scores 0, as with COCO's BLEU-4;
-* ``vqa_match`` with a single reference is an exact match after normalisation (the official
-  leave-one-out average would always be 0 with fewer than two human answers);
 * ``relaxed_accuracy`` takes the best over several references (ChartQA has one).
 """
 
@@ -194,12 +192,11 @@ def vqa_match(answer: str, references: Sequence[str]) -> float:
     """VQA accuracy of one answer against the human answers (duplicates count).
 
     For each human answer, min(1, (other humans giving the predicted answer) / 3); the mean
-    over all humans, computed exactly and rounded once. One reference: 1.0 or 0.0 by exact match.
+    over all humans, computed exactly and rounded once. A single reference scores 0, as in
+    lmms-eval (it has no other humans).
     """
     mine = normalize_vqa_answer(answer)
     humans = [normalize_vqa_answer(r) for r in references]
-    if len(humans) == 1:
-        return 1.0 if humans[0] == mine else 0.0
     agreeing = sum(h == mine for h in humans)
     shares = [Fraction(min(3, agreeing - (h == mine)), 3) for h in humans]
     return float(sum(shares, Fraction(0)) / len(shares))
