@@ -7,8 +7,8 @@ Each entry (a JSON object) has:
 * ``question``;
 * the reference answers, one of: ``answers`` (a list), ``answer`` (one string) or
   ``gt_answers`` (Tiny LVLM-eHub's name; a string or a list); any one reference is right. They
-  are kept as written (the scorer prepares them), empty ones included; a number, or a list
-  holding one, is an error the message names: the authors' ``VQAEval`` cannot read it either;
+  are kept as written (the scorer prepares them), empty ones included; a number is read as its
+  text (the authors' ``VQAEval`` stops with an AttributeError at a number, so no score disagrees);
 * optionally ``dataset`` or ``task`` (the task; default the benchmark's name), ``category``,
   ``human_label`` (true/false: a person's verdict on a recorded answer, for agreement
   studies) and ``metadata`` (a mapping, kept).
@@ -161,10 +161,10 @@ def _text(value: Any, field: str) -> str:
 
 
 def _reference(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"field {field!r}: {value!r} is a {type(value).__name__}, not text; the reference's "
-                         "VQAEval cannot score it either (write it as text)")
-    return value
+    """A reference answer as written (a number as its text: the authors' VQAEval stops at a number)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"field {field!r} must be text, not {type(value).__name__}")
+    return value if isinstance(value, str) else str(value)
 
 
 def _references(entry: dict[str, Any]) -> list[str]:
