@@ -4,8 +4,8 @@ Every parser maps (response, sample) to a normalized answer string; "other" mean
 answer could be read, which always scores as wrong.
 
 Parsers scored against the reference answers with a per-sample score in [0, 1] (LIME-M's
-subtask metrics, see `answer_metrics.py`) read the answer as the response's first line,
-stripped, and are named after their metric:
+subtask metrics, see `references.py`) read the whole response as given, as lmms-eval does, and
+are named after their metric:
 
 * ``anls``: ANLS (DocVQA, InfoVQA), correct at an exact match (score 1.0);
 * ``relaxed_accuracy``: ChartQA's 5 % numeric tolerance, else case-insensitive equality;
@@ -13,8 +13,8 @@ stripped, and are named after their metric:
 * ``caption_bleu4``: sentence BLEU-4 of a caption (COCO, TextCaps, NoCaps), correct at 0.2.
 
 The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
-``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``; `references.WHOLE_RESPONSE`)
-read the whole response instead, as their reference code does. ``yes_no_vlmevalkit`` is
+``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``) read the whole response too, and
+a TSV answer cell holding a Python list literal as its items (`references.LIST_LITERAL_CELLS`). ``yes_no_vlmevalkit`` is
 VLMEvalKit's yes/no reading (HallusionBench).
 """
 
@@ -25,7 +25,7 @@ import string
 from typing import Callable
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.references import SCORERS, WHOLE_RESPONSE, vlmevalkit_punctuation
+from pytest_mllm.scoring.references import SCORERS, vlmevalkit_punctuation
 
 OTHER = "other"
 
@@ -218,12 +218,6 @@ def code(response: str, sample: Sample | None = None) -> str:
     return response.strip("\n")
 
 
-def answer_text(response: str, sample: Sample | None = None) -> str:
-    """The answer to score against references: the response's first line, stripped ("" if empty)."""
-    lines = response.strip().splitlines()
-    return lines[0].strip() if lines else ""
-
-
 def response_text(response: str, sample: Sample | None = None) -> str:
     """The whole response as given, for scorers that normalise it themselves (TextVQA, DocVQA, ChartQA, OCRBench)."""
     return response
@@ -274,8 +268,7 @@ _VERDICT_PARSERS: dict[str, Parser] = {
     "yes_no_vlmevalkit": yes_no_vlmevalkit,
 }
 # Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
-SCORED_PARSERS: dict[str, Parser] = {name: response_text if name in WHOLE_RESPONSE else answer_text
-                                     for name in SCORERS}
+SCORED_PARSERS: dict[str, Parser] = {name: response_text for name in SCORERS}
 PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 

@@ -1,8 +1,9 @@
 """Per-sample answer metrics scored against reference answers, as LIME-M's subtasks use them.
 
 Each metric maps (answer, references) to a score in [0, 1]; a sample counts as correct when
-its score reaches the metric's threshold. The parser of the same name (see `parsers.py`)
-reads the answer: the response stripped, first line only.
+its score reaches the metric's threshold. Every one reads the whole response as the model gave
+it, as lmms-eval hands it to LIME-M's scoring functions (no first-line cut, no stripping beyond
+the metric's own).
 
 * ``anls``: ANLS, the best over the references; correct at 1.0 (an exact match after
   lowercasing and collapsing spaces). LIME-M: InfoVQA (and DocVQA-style OCR questions).
@@ -326,8 +327,8 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
     "ocrbench": (_ocrbench, 1.0),
     "ocrbench_hme": (_ocrbench_hme, 1.0),
 }
-# Scorers that read the whole response (parser `response_text`) and accept a list-literal answer cell.
-WHOLE_RESPONSE = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
+# Scorers of VLMEvalKit's TSV benchmarks, which read an answer cell holding a Python list literal as its items.
+LIST_LITERAL_CELLS = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
 
 
 def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
@@ -335,7 +336,7 @@ def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
     """(score in [0, 1], correct) of `answer` under the metric of `parser_name`; `from_list`: the
     references are a list column's items (a parquet release), never read again as list text."""
     scorer, threshold = SCORERS[parser_name]
-    if parser_name in WHOLE_RESPONSE and not from_list:
+    if parser_name in LIST_LITERAL_CELLS and not from_list:
         references = list_literal(references)
     if not references:
         raise ValueError("no reference answer to score against")
