@@ -35,10 +35,12 @@ loader_options:
             without it a letter, else an index (an option's text too with the `answer_option_text`
             deviation, and a cell that reading and its index take to different options, '2' with the
             options ['5', '2', '7'], is that row's error)
-  cells:    how the answer, category, l2_category and option cells are read: "pandas" (default) as
-            the reference reads the TSV twin, or "as_stored", each cell's text as the file stores it,
-            for a benchmark whose reference reads the parquet release itself (MMMU's code reads it
-            with `datasets`: an answer "None" is the word "None")
+  cells:    how the answer, category, l2_category, option and reference cells are read: "pandas"
+            (default) as the reference reads the TSV twin, or "as_stored", as the file stores them, for
+            a benchmark whose reference reads the parquet release itself through `datasets` (MMMU's
+            code, LIME-M's lmms-eval tasks): "None" and "nan" are text, no column is read as numbers,
+            reference answers are kept unstripped and empty ones kept, and an open question's answer
+            cell is its one reference, never read again as a list's text
 
 By default the answer, category, l2_category and option cells are read as the benchmark's reference
 reads its TSV twin (`loaders/cells.py`: pandas' missing-value words are missing, whitespace kept, an
@@ -532,7 +534,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         if cell is not None and not isinstance(cell, list):
             raise ValueError(f"field {columns['references']!r}: expected a list of answers, found "
                              f"{type(cell).__name__}")
-        references = [str(x).strip() for x in cell or [] if x is not None and str(x).strip()]
+        references = [str(x) if rules.as_stored else str(x).strip() for x in cell or []
+                      if x is not None and (rules.as_stored or str(x).strip())]
     answer_cell = row.get(columns["answer"]) if columns.get("answer") else None
     if isinstance(answer_cell, list):  # a list answer column: the accepted answers, each as written (an empty
         # one counts as one of the humans, as in the TSV twin's list text)
@@ -558,6 +561,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         answer_type = "yes_no"
     else:
         answer_type = "open"
+    if rules.as_stored and answer_type != "choice" and not references:
+        references = [answer]  # the cell as stored is the one answer, never read again as a list's text
     hint = _text(row.get(columns["hint"]), columns["hint"]) if columns.get("hint") else ""
     category = _read(row.get(columns["category"]), columns["category"]) if columns.get("category") else ""
     l2_category = _read(row.get(columns["l2_category"]), columns["l2_category"]) if columns.get("l2_category") else ""

@@ -6,7 +6,9 @@ Each entry (a JSON object) has:
 * ``image`` or ``image_path``: the image, a path relative to the data root;
 * ``question``;
 * the reference answers, one of: ``answers`` (a list), ``answer`` (one string) or
-  ``gt_answers`` (Tiny LVLM-eHub's name; a string or a list); any one reference is right;
+  ``gt_answers`` (Tiny LVLM-eHub's name; a string or a list); any one reference is right. They
+  are kept as written (the scorer prepares them), empty ones included; a number is read as its
+  text (the authors' ``VQAEval`` stops with an AttributeError at a number, so no score disagrees);
 * optionally ``dataset`` or ``task`` (the task; default the benchmark's name), ``category``,
   ``human_label`` (true/false: a person's verdict on a recorded answer, for agreement
   studies) and ``metadata`` (a mapping, kept).
@@ -16,15 +18,17 @@ Samples are open-ended (``answer_type="open"``); ``answer`` is the first referen
 ``source_id``. An entry that cannot be read, or whose image path leaves the data root,
 becomes a BadSample.
 
-``loader_options: {per_dataset: 50, seed: 0}`` keeps at most 50 entries per task, as Tiny
-LVLM-eHub keeps 50 per dataset. The choice is deterministic and independent of Python's
-RNG: entries are ranked by sha256 of (seed, task, id) and the first ones kept, in file
-order. It does not pick the same entries as the authors' NumPy sampling.
+``loader_options: {per_dataset: 50, seed: 20230719}`` keeps 50 entries per task as Tiny
+LVLM-eHub's ``sample_dataset`` draws them (tiny_lvlm_evaluation/sample_dataset.py): NumPy's
+legacy ``np.random.seed(seed); np.random.choice(len(entries), 50, replace=False)`` per task, the
+task's entries in file order, reproduced in plain Python (`legacy_numpy_choice`); kept in file
+order. A task with no more entries than that keeps them all (NumPy refuses that draw). Not
+reproduced: the authors' later draws for the datasets listed in their
+``bard_RandomSeed20230719_50samples_per_dataset.jsonl``, which skip past Bard's indices.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -115,11 +119,34 @@ def _subsample(rows: list[tuple[str, str]], per_dataset: int | None, seed: int) 
     for i, (task, _) in enumerate(rows):
         by_task.setdefault(task, []).append(i)
 
-    def rank(i: int) -> str:
-        task, source_id = rows[i]
-        return hashlib.sha256(json.dumps([seed, task, source_id]).encode()).hexdigest()
+    kept: set[int] = set()
+    for indices in by_task.values():
+        chosen = legacy_numpy_choice(len(indices), per_dataset, seed) if len(indices) > per_dataset else range(len(indices))
+        kept.update(indices[k] for k in chosen)
+    return kept
 
-    return {i for indices in by_task.values() for i in sorted(indices, key=rank)[:per_dataset]}
+
+def legacy_numpy_choice(population: int, size: int, seed: int) -> list[int]:
+    """``np.random.seed(seed); np.random.choice(population, size, replace=False)`` of NumPy's legacy
+    RandomState, in plain Python: MT19937 seeded by ``init_genrand``, a Fisher-Yates shuffle of
+    ``range(population)`` drawing each position by rejection from a bit mask, the first `size` kept."""
+    import random
+
+    if not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed {seed} must be between 0 and 2**32 - 1, as NumPy's legacy seeding requires")
+    state = [seed]
+    for position in range(1, 624):
+        state.append((1812433253 * (state[-1] ^ (state[-1] >> 30)) + position) & 0xFFFFFFFF)
+    generator = random.Random()
+    generator.setstate((3, (*state, 624), None))
+    order = list(range(population))
+    for i in reversed(range(1, population)):
+        mask = (1 << i.bit_length()) - 1
+        j = generator.getrandbits(32) & mask
+        while j > i:
+            j = generator.getrandbits(32) & mask
+        order[i], order[j] = order[j], order[i]
+    return order[:size]
 
 
 def _first(entry: dict[str, Any], *names: str) -> Any:
@@ -133,6 +160,13 @@ def _text(value: Any, field: str) -> str:
     return str(value).strip()
 
 
+def _reference(value: Any, field: str) -> str:
+    """A reference answer as written (a number as its text: the authors' VQAEval stops at a number)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"field {field!r} must be text, not {type(value).__name__}")
+    return value if isinstance(value, str) else str(value)
+
+
 def _references(entry: dict[str, Any]) -> list[str]:
     given = [name for name in ("answers", "answer", "gt_answers") if entry.get(name) is not None]
     if len(given) != 1:
@@ -140,9 +174,10 @@ def _references(entry: dict[str, Any]) -> list[str]:
                          + (f"; found {', '.join(given)}" if given else ""))
     value = entry[given[0]]
     values = value if isinstance(value, list) else [value]
-    refs = list(dict.fromkeys(r for r in (_text(v, given[0]) for v in values) if r))
+    refs = list(dict.fromkeys(_reference(v, given[0]) for v in values))
     if not refs:
-        raise ValueError(f"field {given[0]!r} holds no non-empty reference answer")
+        raise ValueError(f"field {given[0]!r} holds no reference answer (an empty list), which the reference "
+                         "scores as never right; give at least one")
     return refs
 
 

@@ -4,8 +4,8 @@ Every parser maps (response, sample) to a normalized answer string; "other" mean
 answer could be read, which always scores as wrong.
 
 Parsers scored against the reference answers with a per-sample score in [0, 1] (LIME-M's
-subtask metrics, see `answer_metrics.py`) read the answer as the response's first line,
-stripped, and are named after their metric:
+subtask metrics, see `references.py`) read the whole response as given, as lmms-eval does, and
+are named after their metric:
 
 * ``anls``: ANLS (DocVQA, InfoVQA), correct at an exact match (score 1.0);
 * ``relaxed_accuracy``: ChartQA's 5 % numeric tolerance, else case-insensitive equality;
@@ -13,18 +13,19 @@ stripped, and are named after their metric:
 * ``caption_bleu4``: sentence BLEU-4 of a caption (COCO, TextCaps, NoCaps), correct at 0.2.
 
 The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
-``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``; `references.WHOLE_RESPONSE`)
-read the whole response instead, as their reference code does. ``yes_no_vlmevalkit`` is
+``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``) read the whole response too, and
+a TSV answer cell holding a Python list literal as its items (`references.LIST_LITERAL_CELLS`). ``yes_no_vlmevalkit`` is
 VLMEvalKit's yes/no reading (HallusionBench).
 """
 
 from __future__ import annotations
 
 import re
+import string
 from typing import Callable
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.references import SCORERS, WHOLE_RESPONSE, vlmevalkit_punctuation
+from pytest_mllm.scoring.references import SCORERS, vlmevalkit_punctuation
 
 OTHER = "other"
 
@@ -171,6 +172,37 @@ def multiple_choice_lenient(response: str, sample: Sample) -> str:
     return OTHER
 
 
+_LEADING_OPTION = re.compile(r"^\s*([A-Z])\.")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def choice_exact_match(response: str, sample: Sample | None = None) -> str:
+    """lmms-eval's letter reading for AI2D (LIME's ``ai2d_suit``): a response opening with "B." is
+    "B", any other is kept whole; then, as its ``exact_match`` with ignore_case and
+    ignore_punctuation, lowercased and stripped of ASCII punctuation (returned upper-cased, so that
+    "b" and "(B)" read as "B" and "The answer is B" reads as itself, never an option)."""
+    match = _LEADING_OPTION.match(response)
+    text = match.group(1) if match else response
+    return text.lower().translate(_PUNCTUATION).upper()
+
+
+def choice_llava(response: str, sample: Sample | None = None) -> str:
+    """LLaVA's ScienceQA reading (lmms-eval's ``sqa_process_results``, LIME's ``scienceqa_img_suit``): the
+    response is the letter itself, or opens with an upper-case letter and a period ("B. ..."); any other
+    response ("b", "(B)", "The answer is B") reads as "other"."""
+    if len(response) == 1 and response.isupper():
+        return response
+    if len(response) >= 2 and response[0].isupper() and response[1] == ".":
+        return response[0]
+    return OTHER
+
+
+def exact_stripped(response: str, sample: Sample | None = None) -> str:
+    """The response lowercased and stripped, nothing else: lmms-eval's POPE check in LIME's ``pope_suit``
+    (right only when it equals the answer, so "yes." and "No, there is none." are wrong)."""
+    return response.lower().strip()
+
+
 def _starts_with_article(response: str) -> bool:
     """True when "A" opens the response as the English article ("A dog ...")."""
     return re.match(r"^\s*A\s+[a-z]", response) is not None
@@ -184,12 +216,6 @@ def exact(response: str, sample: Sample | None = None) -> str:
 def code(response: str, sample: Sample | None = None) -> str:
     """The response as code, unchanged but for surrounding blank lines (scored by BLEU-4 ≥ 0.8)."""
     return response.strip("\n")
-
-
-def answer_text(response: str, sample: Sample | None = None) -> str:
-    """The answer to score against references: the response's first line, stripped ("" if empty)."""
-    lines = response.strip().splitlines()
-    return lines[0].strip() if lines else ""
 
 
 def response_text(response: str, sample: Sample | None = None) -> str:
@@ -233,20 +259,22 @@ _VERDICT_PARSERS: dict[str, Parser] = {
     "pope": pope,
     "choice": multiple_choice,
     "choice_lenient": multiple_choice_lenient,
+    "choice_exact_match": choice_exact_match,
+    "choice_llava": choice_llava,
+    "exact_stripped": exact_stripped,
     "exact": exact,
     "code_bleu4": code,
     "mmmu": mmmu_text,
     "yes_no_vlmevalkit": yes_no_vlmevalkit,
 }
 # Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
-SCORED_PARSERS: dict[str, Parser] = {name: response_text if name in WHOLE_RESPONSE else answer_text
-                                     for name in SCORERS}
+SCORED_PARSERS: dict[str, Parser] = {name: response_text for name in SCORERS}
 PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
 
 
 def normalize_answer(answer: str, parser_name: str) -> str:
     """The reference answer in the parser's vocabulary (yes/no lowercased, letters upper)."""
-    if parser_name in ("choice", "choice_lenient"):
+    if parser_name in ("choice", "choice_lenient", "choice_exact_match", "choice_llava"):
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)

@@ -1,8 +1,9 @@
 """Per-sample answer metrics scored against reference answers, as LIME-M's subtasks use them.
 
 Each metric maps (answer, references) to a score in [0, 1]; a sample counts as correct when
-its score reaches the metric's threshold. The parser of the same name (see `parsers.py`)
-reads the answer: the response stripped, first line only.
+its score reaches the metric's threshold. Every one reads the whole response as the model gave
+it, as lmms-eval hands it to LIME-M's scoring functions (no first-line cut, no stripping beyond
+the metric's own).
 
 * ``anls``: ANLS, the best over the references; correct at 1.0 (an exact match after
   lowercasing and collapsing spaces). LIME-M: InfoVQA (and DocVQA-style OCR questions).
@@ -46,8 +47,6 @@ Deliberate differences from the reference implementations, all documented at the
   PTB tokeniser); text is lowercased, tokenised by sacrebleu's 13a tokeniser and stripped of
   punctuation tokens, as COCO's tokeniser strips them; no smoothing, so a caption sharing no
   4-gram with any reference (or shorter than 4 words) scores 0, as with COCO's BLEU-4;
-* ``vqa_match`` with a single reference is an exact match after normalisation (the official
-  leave-one-out average would always be 0 with fewer than two human answers);
 * ``relaxed_accuracy`` takes the best over several references (ChartQA has one).
 """
 
@@ -194,12 +193,11 @@ def vqa_match(answer: str, references: Sequence[str]) -> float:
     """VQA accuracy of one answer against the human answers (duplicates count).
 
     For each human answer, min(1, (other humans giving the predicted answer) / 3); the mean
-    over all humans, computed exactly and rounded once. One reference: 1.0 or 0.0 by exact match.
+    over all humans, computed exactly and rounded once. A single reference scores 0, as in
+    lmms-eval (it has no other humans).
     """
     mine = normalize_vqa_answer(answer)
     humans = [normalize_vqa_answer(r) for r in references]
-    if len(humans) == 1:
-        return 1.0 if humans[0] == mine else 0.0
     agreeing = sum(h == mine for h in humans)
     shares = [Fraction(min(3, agreeing - (h == mine)), 3) for h in humans]
     return float(sum(shares, Fraction(0)) / len(shares))
@@ -363,8 +361,8 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
     "ocrbench": (_ocrbench, 1.0),
     "ocrbench_hme": (_ocrbench_hme, 1.0),
 }
-# Scorers that read the whole response (parser `response_text`) and accept a list-literal answer cell.
-WHOLE_RESPONSE = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
+# Scorers of VLMEvalKit's TSV benchmarks, which read an answer cell holding a Python list literal as its items.
+LIST_LITERAL_CELLS = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
 # Of those, the metrics whose reference prints each item of a list answer cell (`str(target)`).
 TEXT_ITEMS = frozenset({"chartqa_relaxed"})
 
@@ -378,7 +376,7 @@ def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
         references = ocrbench_answers(references)
         if not references:  # "[]": the reference's loop finds nothing, the question is wrong
             return 0.0, False
-    elif parser_name in WHOLE_RESPONSE and not from_list:
+    elif parser_name in LIST_LITERAL_CELLS and not from_list:
         references = list_literal(references, text_items=parser_name in TEXT_ITEMS)
     if not references:
         raise ValueError("no reference answer to score against")

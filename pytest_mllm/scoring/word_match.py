@@ -25,9 +25,7 @@ An answer matches when some prepared reference is found in the prepared answer b
 ``\\b<reference>\\b``. Its edges follow: ``5`` is found in ``3.5``; ``$3.50`` and ``'twas``
 are never found (``\\b`` cannot sit before a non-word character that follows a space or the
 start); a reference left empty (``""``, ``"the"``, ``"?"``) matches any answer that has a
-word character. One departure, for data errors only: when *no* reference has anything left,
-`word_match` raises ValueError (the sample is an error, not a score); `vqa_eval_match` has no
-such check and returns exactly what the original returns.
+word character, as the original scores it (no error).
 
 **Lenient** (``word_match(..., lenient=True)``; parser ``word_match_lenient``), our earlier
 reading, friendlier and not the paper's: case-folded; thousands commas dropped (``1,000`` →
@@ -139,13 +137,9 @@ def _lenient_match(answer: str, refs: list[str]) -> bool:
 def word_match(answer: str, references: str | Sequence[str], *, lenient: bool = False) -> bool:
     """True when some reference is found in `answer`: the authors' reading, or the lenient one.
 
-    ValueError when no reference has anything left to match after preparation (a data error).
+    The lenient reading raises ValueError when no reference has a word left (a data error); the
+    authors' scores every sample as their ``VQAEval`` does.
     """
-    refs = [references] if isinstance(references, str) else list(references)
     if lenient:
-        return _lenient_match(answer, refs)
-    prepared_refs = [vqa_normalize(r) for r in refs]
-    if not any(prepared_refs):
-        raise ValueError(f"no usable reference answer to match against: {refs!r}")
-    prepared = vqa_normalize(answer)
-    return any(_found(r, prepared) for r in prepared_refs)
+        return _lenient_match(answer, [references] if isinstance(references, str) else list(references))
+    return vqa_eval_match(answer, references)

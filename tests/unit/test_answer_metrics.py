@@ -123,7 +123,7 @@ def test_vqa_match_with_ten_humans(k: int, expected: float) -> None:
 def test_vqa_match_normalises_both_sides_and_counts_duplicates() -> None:
     assert vqa_match("Two", ["2", "2", "two", "2"] + ["3"] * 6) == 1.0
     assert vqa_match("The Exit", ["exit", "Exit"] + ["way out"] * 8) == 0.6
-    assert vqa_match("cat", ["cat"]) == 1.0 and vqa_match("dog", ["cat"]) == 0.0  # one reference: exact match
+    assert vqa_match("cat", ["cat"]) == 0.0 == vqa_match("dog", ["cat"])  # one reference: no other human agrees
 
 
 def test_vqa_match_threshold_is_two_of_ten_humans() -> None:
@@ -170,12 +170,11 @@ def test_a_missing_sacrebleu_errors_the_caption_sample_alone(monkeypatch: pytest
 # --------------------------------------------------------------------------- parsers and records
 
 
-def test_scored_parsers_are_registered_and_read_the_first_line() -> None:
+def test_scored_parsers_are_registered_and_read_the_whole_response() -> None:
     assert set(SCORED_PARSERS) == set(SCORERS) >= {"anls", "relaxed_accuracy", "vqa_match", "caption_bleu4"}
     assert set(SCORED_PARSERS) <= set(PARSERS)
-    read = get_parser("anls")
-    assert read("  blue\nThe bars are blue.\n", None) == "blue"  # type: ignore[arg-type]
-    assert read("\n\n  42 \n", None) == "42" and read("   ", None) == ""  # type: ignore[arg-type]
+    read = get_parser("anls")  # lmms-eval hands the whole response to LIME-M's scoring functions
+    assert read("  blue\nThe bars are blue.\n", None) == "  blue\nThe bars are blue.\n"  # type: ignore[arg-type]
     assert normalize_answer("  INV-0042 ", "anls") == "INV-0042"  # shown as given
     with pytest.raises(KeyError, match="scored against references: anls, caption_bleu4"):
         get_parser("bleu")
@@ -193,9 +192,10 @@ def _scored(parser: str, response: str, references: list[str] | Any) -> dict[str
 
 
 def test_records_carry_the_score_and_its_verdict() -> None:
-    record = _scored("anls", "Jane Smyth\nmore text", ["Jane Smith"])
+    record = _scored("anls", "Jane Smyth", ["Jane Smith"])
     assert (record["parsed"], record["score"], record["correct"], record["status"]) == ("Jane Smyth", 0.9, False,
                                                                                       "incorrect")
+    assert _scored("anls", "Jane Smyth\nmore text", ["Jane Smith"])["score"] == 0.0  # the whole response
     assert record["word_match"] is None and record["judge"] is None  # never sent to a judge
     record = _scored("vqa_match", "Two", ["2", "2", "two", "2"] + ["3"] * 6)
     assert (record["score"], record["status"]) == (1.0, "correct")

@@ -52,17 +52,13 @@ def test_the_fixture_names_its_source_and_is_large_enough() -> None:
 def test_ours_equals_the_authors_vqaeval(case: dict[str, Any]) -> None:
     expected = bool(case["vqa_eval"])
     assert vqa_eval_match(case["response"], case["references"]) is expected, case["note"]
-    if any(vqa_normalize(r) for r in _refs(case)):
-        assert word_match(case["response"], case["references"]) is expected, case["note"]
-    else:  # no reference has anything left: a data error for the scorer, whatever the original returned
-        with pytest.raises(ValueError, match="no usable reference"):
-            word_match(case["response"], case["references"])
+    assert word_match(case["response"], case["references"]) is expected, case["note"]  # never an error
 
 
-def test_every_case_is_compared_and_the_data_errors_are_few() -> None:
-    errors = [c for c in CASES if not any(vqa_normalize(r) for r in _refs(c))]
-    assert len(CASES) - len(errors) >= 120
-    assert all(c["group"] in ("articles", "empty-and-whitespace", "reference-lists") for c in errors)
+def test_references_left_empty_are_scored_as_the_authors_score_them() -> None:
+    empty = [c for c in CASES if not any(vqa_normalize(r) for r in _refs(c))]
+    assert empty and {c["vqa_eval"] for c in empty} == {0, 1}
+    assert all(word_match(c["response"], c["references"]) is bool(c["vqa_eval"]) for c in empty)
 
 
 @pytest.mark.parametrize(("response", "reference", "authors", "lenient"), [

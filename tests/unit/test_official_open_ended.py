@@ -1,0 +1,150 @@
+"""LIME-M and Tiny LVLM-eHub score the cells of their real releases as their reference code does.
+
+Fixtures: fixtures/official/lime (LIME-M's parquet layout, benchmarks/lime.yaml) and
+fixtures/official/tiny_lvlm_ehub (the open-ended VQA JSON), written by
+fixtures/official/make_open_ended.py. Expected numbers: fixtures/official/reference_scores_open_ended.json,
+written by running the reference code outside this project (fixtures/official/run_reference_open_ended.py,
+command in fixtures/official/README.md):
+
+    LIME-M   repository kangreen0210/LIME-rebuttal, commit fe0fd523702d8aa7d1b7ae7ed2955ba46120aaf0,
+             lmms_eval/tasks/{chartqa,infovqa,textvqa,ok_vqa,ocrbench,pope,ai2d,scienceqa,textcaps,coco_cap}_suit*/utils.py,
+             lmms_eval/api/metrics.py (anls); the parquet read with `datasets` 5.2.0; pycocoevalcap 1.2 (Java 17)
+    Tiny     repository OpenGVLab/Multi-Modality-Arena, commit bd2999a3be2bf4539a7e071cf2cfab5822f66417,
+             tiny_lvlm_evaluation/utils/tools.py (VQAEval), sample_dataset.py (the seeded draw), numpy 2.4
+
+    cd /tmp/ref_l && PYTHONPATH=lime:mma/tiny_lvlm_evaluation venv/bin/python \\
+        <repo>/fixtures/official/run_reference_open_ended.py <repo>/fixtures/official out.json
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mllm.engine.spec import find_spec
+from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+from pytest_mllm.record import Record
+from pytest_mllm.report.results import BenchmarkResult, compute_results
+from pytest_mllm.sample import BadSample, Sample
+
+pytest.importorskip("pyarrow")
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
+REFERENCE = json.loads((FIXTURES / "reference_scores_open_ended.json").read_text(encoding="utf-8"))
+CAPTIONS = ("textcaps", "coco_cap")  # per-row BLEU-4: pycocoevalcap adds 1e-15 to each n-gram count
+
+
+def run(spec_name: str, folder: Path) -> tuple[list[Sample | BadSample], list[Record], BenchmarkResult]:
+    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / 'responses.jsonl'}", cache_mode="off",
+                                               data={"": str(folder)}))
+    spec = evaluation.spec(find_spec(spec_name))
+    samples = evaluation.samples_for(spec)
+    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
+    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
+    for order, record in enumerate(records):
+        record["order"] = order
+    return samples, records, compute_results({spec.name: spec}, records)[spec.name]
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    return {"lime": run("lime", FIXTURES / "lime"), "tiny_lvlm_ehub": run("tiny_lvlm_ehub", FIXTURES / "tiny_lvlm_ehub")}
+
+
+def test_the_fixtures_are_what_their_script_writes() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(FIXTURES / "make_open_ended.py"), "--check"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_lime_scores_every_row_as_lmms_eval_does(runs: dict[str, Any]) -> None:
+    _, records, result = runs["lime"]
+    expected = REFERENCE["lime"]["score"]
+    assert [r["error"] for r in records if r["status"] == "error"] == []
+    assert {r["id"] for r in records} == set(expected)
+    for record in records:
+        task = record["id"].split("::")[0]
+        tolerance = 1e-6 if task in CAPTIONS else 1e-12
+        score = float(record["correct"]) if record.get("score") is None else record["score"]  # choice, yes/no: verdict
+        assert score == pytest.approx(expected[record["id"]], abs=tolerance), record["id"]
+    report = REFERENCE["lime"]["report"]
+    for task in ("chartqa", "infovqa", "textvqa", "ok_vqa", "ocrbench", "pope", "ai2d", "scienceqa_img"):
+        assert result.metrics[f"{task}.mean_score"] == pytest.approx(report[task], abs=1e-12), task
+    assert result.metrics["pope.accuracy"] == report["pope_reference"]
+    # lmms-eval's OCRBench number is the questions right out of 1000, whatever the subtask's size
+    assert result.metrics["ocrbench.accuracy"] * result.metrics["ocrbench.count"] / 1000 == \
+        pytest.approx(report["ocrbench_reference"])
+
+
+def test_lime_reads_cells_as_datasets_hands_them_to_lmms_eval(runs: dict[str, Any]) -> None:
+    """"None", "nan", "NA" stay text, "[Gambia, Niger]" and "[3]" stay text, reference answers keep their
+    spaces and empty ones, options "None"/"nan"/"03" stay as stored in their places."""
+    samples = {s.id: s for s in runs["lime"][0]}
+    read = REFERENCE["lime"]["read"]
+    for key, cells in read.items():
+        sample = samples[key]
+        if cells["options"] is not None:
+            assert [text for _, text in sample.choices] == cells["options"], key
+            assert sample.answer == "ABCDEFGH"[int(cells["answer"])], key
+        else:
+            assert sample.metadata["references"] == (cells["answers"] or [cells["answer"]]), key
+
+
+def test_lime_captions_per_row_equal_pycocoevalcap_but_the_subtask_number_is_not_corpus_bleu(
+        runs: dict[str, Any]) -> None:
+    """The reference scores a caption subtask by corpus BLEU-4 over all its rows; the spec averages each
+    row's BLEU-4, which equals the reference's on each row alone (to 1e-6) and not on the subtask."""
+    result, report = runs["lime"][2], REFERENCE["lime"]["report"]
+    for task in CAPTIONS:
+        assert result.metrics[f"{task}.mean_score"] == pytest.approx(report[task], abs=1e-6)
+        assert abs(result.metrics[f"{task}.mean_score"] - report[f"{task}_reference"]) > 0.1
+
+
+def test_tiny_lvlm_ehub_draws_and_scores_as_the_authors_code(runs: dict[str, Any]) -> None:
+    samples, records, result = runs["tiny_lvlm_ehub"]
+    reference = REFERENCE["tiny_lvlm_ehub"]
+    assert [r["error"] for r in records if r["status"] == "error"] == []
+    kept: dict[str, set[str]] = {}
+    for sample in samples:
+        kept.setdefault(sample.task, set()).add(sample.metadata["source_id"])
+    assert kept == {name: set(ids) for name, ids in reference["kept"].items()}
+    assert len(kept["IIIT5K"]) == 50
+    assert {r["id"]: int(bool(r["correct"])) for r in records} == reference["hit"]
+    for name, accuracy in reference["report"].items():
+        assert result.metrics[f"{name}.accuracy"] == pytest.approx(accuracy), name
+
+
+def test_tiny_answers_the_reference_cannot_read(tmp_path: Path) -> None:
+    """VQAEval stops at a number (`.replace` of an int) and at null: a number is read as its text here
+    (no reference score to differ from), null is that row's error alone."""
+    entries = [{"question_id": f"q{i}", "dataset": "OCRVQA", "image": "a.png", "question": "Year?", "gt_answers": gt}
+               for i, gt in enumerate([1999, [3, "three"], None, "  "])]
+    (tmp_path / "tiny_lvlm_ehub.json").write_text(json.dumps(entries), encoding="utf-8")
+    evaluation = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off", data={"": str(tmp_path)}))
+    number, listed, null, blank = evaluation.samples_for(evaluation.spec(find_spec("tiny_lvlm_ehub")))
+    assert isinstance(number, Sample) and number.metadata["references"] == ["1999"]
+    assert isinstance(listed, Sample) and listed.metadata["references"] == ["3", "three"]
+    assert isinstance(null, BadSample) and "exactly one of" in null.error
+    assert isinstance(blank, Sample) and blank.metadata["references"] == ["  "]
+
+
+def test_a_run_over_both_fixtures_exits_0(pytester: pytest.Pytester, tmp_path: Path, runs: dict[str, Any]) -> None:
+    answers = tmp_path / "answers.jsonl"
+    with answers.open("w", encoding="utf-8") as out:
+        for name in ("lime", "tiny_lvlm_ehub"):
+            for line in (FIXTURES / name / "responses.jsonl").read_text(encoding="utf-8").splitlines():
+                entry = json.loads(line)
+                out.write(json.dumps({"id": f"{name}::{entry['id']}", "response": entry["response"]}) + "\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--mllm-bench=lime,tiny_lvlm_ehub", f"--mllm-data=lime={FIXTURES / 'lime'}",
+        f"--mllm-data=tiny_lvlm_ehub={FIXTURES / 'tiny_lvlm_ehub'}", f"--mllm=replay:{answers}", "--mllm-cache=off")
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
+    assert "error" not in outcomes and "errors" not in outcomes
+    assert outcomes["passed"] + outcomes["incorrect"] == len(runs["lime"][1]) + len(runs["tiny_lvlm_ehub"][1])
