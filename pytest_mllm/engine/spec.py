@@ -512,11 +512,12 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
             None, description="Per-task settings, by task name, in report order.")
         loader_options: Options = Field(None, description=(
-            "Options passed to the loader (tsv: task_column, task, task_separator, split; parquet: split, config "
+            "Options passed to the loader (tsv: task_column, task, task_separator, split, task_names (the tasks the "
+            "reference scores), question_type_column; parquet: split, config "
             "(a name, or * for every config as a task), task, where ({column: value or [values]}: rows kept), "
             "answers ({cell: answer}), options_in_question (options written in the question text), columns: "
             "{id (a column or a list joined with _), question, answer, task, category, image, choices, hint, "
-            "references, l2_category})."),
+            "references, l2_category, question_type}), answer_is, cells)."),
             examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(

@@ -23,7 +23,10 @@ loader_options:
             image structs: several images; in a list of columns an empty cell is skipped, so a
             row has one to all of them), choices (a list column, a list of column names, or a
             column holding a list's Python text),
-            hint, references (a list column of accepted answers of open questions), l2_category
+            hint, references (a list column of accepted answers of open questions), l2_category,
+            question_type (a column whose cell "multiple-choice" makes the row a choice question and any
+            other an open one, as MMMU's code decides: an open row's options are neither shown nor read; a
+            "multiple-choice" row without options is that row's error, since MMMU's code cannot score it)
   answers:  answer cells as written → the answers meant ({"1": "Yes", "0": "No"}: HallusionBench's 0/1)
   options_in_question: true when a row's options are written into its question (no choices column):
             "Options: A: x, B: y" (Lin-Chen/MMStar) or lines "A. x" (lmms-lab/RealWorldQA); the
@@ -31,8 +34,9 @@ loader_options:
   where:    keep only the rows whose columns hold these values ({column: value or list of values},
             compared as text): SEED-Bench's image questions are `where: {data_type: image}`; a
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
-  answer_is: how a choice question's answer cell is read: letter, index (0-based) or text (an option's);
-            without it a letter, else an index (an option's text too with the `answer_option_text`
+  answer_is: how a choice question's answer cell is read: letter, index (0-based), text (an option's)
+            or as_written (the letter exactly as written: "b" never equals the letter read, "B", and a
+            digit is no position, as MMMU's code compares them); without it a letter, else an index (an option's text too with the `answer_option_text`
             deviation, and a cell that reading and its index take to different options, '2' with the
             options ['5', '2', '7'], is that row's error)
   cells:    how the answer, category, l2_category, option and reference cells are read: "pandas"
@@ -67,9 +71,10 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
-               "l2_category")
+               "l2_category", "question_type")
 OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells")
-ANSWER_READINGS = ("letter", "index", "text")  # loader_options.answer_is: how a choice answer cell is read
+ANSWER_READINGS = ("letter", "index", "text", "as_written")  # loader_options.answer_is: a choice answer's reading
+MULTIPLE_CHOICE = "multiple-choice"  # columns.question_type: the cell of a choice question (MMMU's word)
 CELL_READINGS = ("pandas", "as_stored")  # loader_options.cells: the reference's reading of the text cells
 _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", "image": "image"}
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
@@ -148,7 +153,7 @@ class _Rules(NamedTuple):
     answers: dict[str, str]
     inline_options: bool = False
     deviations: frozenset[str] = frozenset()
-    answer_is: str | None = None  # how a choice answer is read: letter, index or text (None: letter, else index)
+    answer_is: str | None = None  # how a choice answer is read: letter, index, text, as_written (None: letter, else index)
     as_stored: bool = False  # loader_options.cells "as_stored": the text cells as the file stores them
 
 
@@ -553,6 +558,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         question, choices = split_options(question)
         choices = tuple((letter, text) for letter, text in choices
                         if "keep_na_words" in rules.deviations or text not in NA_WORDS)
+    if columns.get("question_type"):
+        choices = _typed_choices(row.get(columns["question_type"]), choices, columns["question_type"])
     if choices:
         answer_type = "choice"
         answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is,
@@ -597,6 +604,18 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
     return tuple((letter, str(text)) for letter, text in zip(_LETTERS, cell) if text is not None)
 
 
+def _typed_choices(kind: Any, choices: tuple[tuple[str, str], ...], field_name: str) -> tuple[tuple[str, str], ...]:
+    """The options as the row's question type has them: a multiple-choice row's (none: the row's error, as
+    MMMU's code draws a letter from no options and stops), none for any other type (an open question)."""
+    if kind != MULTIPLE_CHOICE:
+        return ()
+    if not choices:
+        raise ValueError(f"field {field_name!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
+                         "evaluation cannot score it either (it draws a letter from no options: random.choice "
+                         "raises IndexError): give the row its options or make its question type open")
+    return choices
+
+
 def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name: str,
                    answer_is: str | None = None, option_text: bool = False) -> str:
     """The answer as an option letter: as `answer_is` says (letter, index or text), else a letter or an
@@ -605,6 +624,8 @@ def _choice_answer(answer: str, choices: tuple[tuple[str, str], ...], field_name
     An answer no reading takes is kept: the reference compares it with the option read from the
     response, which it never equals (scored, never right)."""
     letters = [letter for letter, _ in choices]
+    if answer_is == "as_written":
+        return answer
     readings = {
         "letter": answer.upper() if answer.upper() in letters else None,
         "index": letters[int(answer)] if answer.isdigit() and int(answer) < len(letters) else None,

@@ -8,7 +8,8 @@ l2-category, split, and image (base64 bytes) and/or image_path. As VLMEvalKit re
   multi-image question's images, in order;
 - `image_path` (a path or such a list) names the images: with image data they are its file
   names (labels), without it they are files under the data root (kept inside it);
-- `split` is the sample's split; `loader_options.split` keeps one split's rows only;
+- `split` is the sample's split; `loader_options.split` keeps the rows whose cell is that split as
+  pandas reads it (whitespace kept: "validation " is another split);
 - a cell starting with `"` is quoted, as pandas reads it: tabs and line breaks inside are text.
 
 Option, answer, category and l2-category cells are read as VLMEvalKit's pandas reads them
@@ -17,6 +18,11 @@ is kept, an all-number column is numbers; the spec's `deviations` (`keep_na_word
 read them otherwise. An answer that is not one of the row's options (RealWorldQA's "Uphill",
 an answer whose option cell is missing) is scored, as there, and is never right. A UTF-8
 byte-order mark before the header is skipped, as pandas skips it.
+A `task_column` cell is the task as pandas reads it (whitespace kept). `task_names` lists the tasks
+the reference scores: a row naming another (MMMU's subject "Math ", a folder MMMU's scripts never
+read) is that row's error. `question_type_column` names a column whose cell "multiple-choice" makes
+the row a choice question and any other an open one (its options neither shown nor read), as MMMU's
+code decides; a multiple-choice row without options is that row's error (MMMU's code cannot score it).
 MMBench's circular passes of a question are rows `index + k·1_000_000` with the options
 rotated; every pass of a multiple-choice question shares the `pair_group` "<task>::<index mod
 1_000_000>", which `scoring/circular.py` scores together (CircularEval).
@@ -59,7 +65,8 @@ def _text(row: dict[str, str], column: str) -> str:
     return row.get(column) or ""
 
 
-_READ_COLUMNS = ("answer", "category", "l2-category")  # with the option columns: read as pandas reads them
+_READ_COLUMNS = ("answer", "category", "l2-category")
+MULTIPLE_CHOICE = "multiple-choice"  # loader_options.question_type_column: a choice question's cell (MMMU's word)  # with the option columns: read as pandas reads them
 
 
 def _read_cells(spec: BenchmarkSpec, header: list[str], rows: list[Row]) -> None:
@@ -229,18 +236,35 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     file = _DataFile(base, path.resolve(), data_by_index)
 
     separator = spec.loader_options.get("task_separator")
+    task_names = _task_names(spec)
     samples: list[Sample | BadSample] = []
     for position, row in enumerate(rows):
         index = _cell(row.cells, "index")
         for task, task_row in _tasks(row.cells, task_column, fixed_task, separator):
             sample_id = f"{task}::{index}"
             try:
+                if task_names is not None and task not in task_names:
+                    raise ValueError(f"field {task_column!r}: task {task!r} is none of loader_options.task_names; "
+                                     "the reference does not score such a row (it reads only the tasks it knows): "
+                                     "write the cell as one of them")
                 sample = _sample(spec, task_row, index, task, sample_id, letters, _images(row, file))
                 sample.metadata["row"] = position
                 samples.append(sample)
             except ValueError as exc:
                 samples.append(BadSample(sample_id, spec.name, task, f"{path}:{row.line}: {exc}"))
     return samples
+
+
+def _task_names(spec: BenchmarkSpec) -> set[str] | None:
+    """`loader_options.task_names`: the tasks the reference scores (None: every task)."""
+    names = spec.loader_options.get("task_names")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise SpecError(f"{spec.path}: field 'loader_options.task_names' must be a list of task names")
+    if not spec.loader_options.get("task_column"):
+        raise SpecError(f"{spec.path}: field 'loader_options.task_names' needs loader_options.task_column")
+    return set(names)
 
 
 def _select_split(spec: BenchmarkSpec, path: Path, header: list[str], rows: list[Row]) -> list[Row]:
@@ -250,12 +274,18 @@ def _select_split(spec: BenchmarkSpec, path: Path, header: list[str], rows: list
         return rows
     if "split" not in header:
         raise SpecError(f"{path}: loader_options.split is {wanted!r} but the TSV has no 'split' column")
-    kept = [row for row in rows if _cell(row.cells, "split") == str(wanted)]
+    kept = [row for row in rows if _as_read(row.cells, "split") == str(wanted)]
     if not kept:
-        present = sorted({_cell(row.cells, "split") for row in rows} - {""})
+        present = sorted({_as_read(row.cells, "split") for row in rows} - {""})
         raise SpecError(f"{path}: no row has split {wanted!r} (loader_options.split); splits present: "
-                        f"{', '.join(present) or 'none'}")
+                        f"{', '.join(map(repr, present)) or 'none'}")
     return kept
+
+
+def _as_read(row: dict[str, str], column: str) -> str:
+    """A text cell as pandas reads it: whitespace kept; "" when missing."""
+    value = row.get(column) or ""
+    return "" if value.strip().lower() in _MISSING else value
 
 
 def _tasks(row: dict[str, str], task_column: str | None, fixed_task: str,
@@ -268,7 +298,7 @@ def _tasks(row: dict[str, str], task_column: str | None, fixed_task: str,
     """
     if not task_column:
         return [(fixed_task, row)]
-    cell = _text(row, task_column) if task_column in _READ_COLUMNS else _cell(row, task_column)
+    cell = _text(row, task_column) if task_column in _READ_COLUMNS else _as_read(row, task_column)
     if not separator or separator not in cell:
         return [(cell, row)]
     names = list(dict.fromkeys(name.strip() for name in cell.split(separator) if name.strip()))
@@ -281,6 +311,15 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         raise ValueError("field 'index': empty cell")
     answer = _text(row, "answer") or "nan"  # a missing answer: pandas' NaN, which the reference prints "nan"
     choices = tuple((letter, _text(row, letter)) for letter in letters if _text(row, letter))
+    kind_column = spec.loader_options.get("question_type_column")
+    if kind_column:
+        kind = _as_read(row, kind_column)
+        if kind != MULTIPLE_CHOICE:
+            choices = ()
+        elif not choices:
+            raise ValueError(f"field {kind_column!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
+                             "evaluation cannot score it either (it draws a letter from no options: random.choice "
+                             "raises IndexError): give the row its options or make its question type open")
     if choices:
         answer_type = "choice"  # an answer that is no option's letter is scored, and never right
     elif answer.lower() in ("yes", "no"):

@@ -4,8 +4,13 @@
 `fixtures/official/mmmu_tsv/` (VLMEvalKit's MMMU_DEV_VAL.tsv) hold the same rows: options as a
 Python list's text with "None", "nan", "NA" items, `<image N>` options, an option over two lines,
 "None of the above", open answers that are a list's text, a number or "None", answers outside the
-options, images in image_1 and image_3 only, recorded answers MMMU reads as letters, as option text
-or not at all (its seeded draw). Written by `fixtures/official/make_mmmu.py`.
+options, a lowercase answer letter ("b", compared as written: never right), a digit answer to a
+multiple-choice row, an open row with options (scored as open: `question_type` decides), images in
+image_1 and image_3 only, recorded answers MMMU reads as letters, as option text or not at all (its
+seeded draw); the TSV also holds a row of split "validation " (not the validation split, as pandas
+reads it). `fixtures/official/mmmu_unscorable/` holds, in both layouts, a multiple-choice row without
+options (MMMU's script stops: IndexError) and, in the TSV, a subject "Math " (a folder MMMU's script
+never reads), beside a row it scores. Written by `fixtures/official/make_mmmu.py`.
 
 Expected numbers (`fixtures/official/reference_scores_mmmu.json`): MMMU's evaluation code,
 repository MMMU-Benchmark/MMMU, commit bb0b95a945998d91dfef37e969e07d49d1139438, files
@@ -38,6 +43,8 @@ pytest.importorskip("pyarrow")
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
 REFERENCE = json.loads((FIXTURES / "reference_scores_mmmu.json").read_text(encoding="utf-8"))
 FOLDER = {"mmmu": "mmmu", "mmmu_dev": "mmmu", "mmmu_tsv": "mmmu_tsv"}
+SPECS = tuple(FOLDER)
+UNSCORABLE = FIXTURES / "mmmu_unscorable"  # reference: mmmu_unscorable (parquet), mmmu_tsv_unscorable (TSV)
 # Rows whose two references differ, and why (fixtures/official/README.md, "MMMU"): pandas turns the
 # options "None" (Art_Theory_1's answer), "nan" and "NA" (Art_Theory_6's answer) and the answer
 # "None" (Math_3) missing, and reads column E as decimals ("11.0": Math_5's text answer no longer
@@ -48,9 +55,10 @@ LETTERS_DIFFER = {"validation_Art_Theory_1", "validation_Art_Theory_6", "validat
                   "validation_Computer_Science_1"}
 
 
-def run(spec_name: str, spec_path: Path | None = None) -> tuple[list[Record], BenchmarkResult, list[Sample]]:
-    folder = FIXTURES / FOLDER[spec_name]
-    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / 'responses.jsonl'}", cache_mode="off",
+def run(spec_name: str, spec_path: Path | None = None, folder: Path | None = None,
+        answers: str = "responses.jsonl") -> tuple[list[Record], BenchmarkResult, list[Sample]]:
+    folder = folder or FIXTURES / FOLDER[spec_name]
+    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / answers}", cache_mode="off",
                                                data={"": str(folder)}))
     spec = evaluation.spec(spec_path or find_spec(spec_name))
     samples = evaluation.samples_for(spec)
@@ -63,7 +71,7 @@ def run(spec_name: str, spec_path: Path | None = None) -> tuple[list[Record], Be
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, tuple[list[Record], BenchmarkResult, list[Sample]]]:
-    return {name: run(name) for name in REFERENCE}
+    return {name: run(name) for name in SPECS}
 
 
 def verdicts(records: list[Record]) -> dict[str, bool]:
@@ -78,7 +86,7 @@ def letters(records: list[Record]) -> dict[str, str]:
     return {r["id"].split("::", 1)[1]: draws.get(r["id"], r["parsed"]) for r in records if r["answer_type"] == "choice"}
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCE))
+@pytest.mark.parametrize("name", SPECS)
 def test_every_row_subject_discipline_and_the_headline_equal_mmmus(runs: dict[str, Any], name: str) -> None:
     records, result, _ = runs[name]
     reference = REFERENCE[name]
@@ -92,19 +100,20 @@ def test_every_row_subject_discipline_and_the_headline_equal_mmmus(runs: dict[st
         assert metrics[f"{discipline.replace(' ', '_')}.mmmu_accuracy"] == pytest.approx(accuracy), discipline
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCE))
+@pytest.mark.parametrize("name", SPECS)
 def test_options_answers_and_images_are_those_mmmus_code_was_given(runs: dict[str, Any], name: str) -> None:
     samples = {s.metadata["source_id"]: s for s in runs[name][2]}
     for row in REFERENCE[name]["rows"]:
         sample = samples[row["id"]]
-        assert dict(sample.choices) == row["index2ans"], row["id"]
+        # an open row's options are never read by MMMU's code (question_type decides), so none here
+        assert dict(sample.choices) == (row["index2ans"] if row["question_type"] == "multiple-choice" else {}), row["id"]
         accepted = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
         assert (mmmu.references(sample.answer) if not sample.choices else [sample.answer]) == accepted, row["id"]
         assert len(sample.images) == len(row["images"]), row["id"]
 
 
 def test_the_results_name_mmmus_commit_and_no_deviation(runs: dict[str, Any]) -> None:
-    for name in REFERENCE:
+    for name in SPECS:
         entry = results_document({name: runs[name][1]}, [], {})["benchmarks"][name]
         assert entry["deviations"] == []
         assert (entry["reference"]["repository"], entry["reference"]["commit"]) == \
@@ -138,6 +147,36 @@ def test_answer_none_is_a_word_in_the_parquet_release_only_as_stored(tmp_path: P
         run("mmmu", tmp_path / "bad.yaml")
 
 
+@pytest.mark.parametrize(("name", "reference", "answers"), [("mmmu", "mmmu_unscorable", "responses.jsonl"),
+                                                         ("mmmu_tsv", "mmmu_tsv_unscorable", "responses_tsv.jsonl")])
+def test_rows_mmmus_script_cannot_score_or_never_reads_are_errors_saying_so(name: str, reference: str,
+                                                                            answers: str) -> None:
+    """A multiple-choice row without options stops MMMU's script (IndexError): that row is an ERROR saying the
+    reference cannot score it either; a TSV subject "Math " is a folder MMMU's script never reads: an ERROR
+    naming task_names. The other rows score as MMMU scores the file without the row that stops it."""
+    expected = REFERENCE[reference]
+    assert expected["stops"] == "IndexError: Cannot choose from an empty sequence"
+    records, result, _ = run(name, folder=UNSCORABLE, answers=answers)
+    errors = {r["id"].split("::", 1)[1]: r["error"] for r in records if r["status"] == "error"}
+    never_read = {row["id"] for row in expected["rows"] if row["judge"] is None}
+    assert set(errors) == set(expected["left_out"]) | never_read
+    for source_id in expected["left_out"]:
+        assert "'multiple-choice' but the row has no options; MMMU's evaluation cannot score it either" \
+            in errors[source_id]
+    assert expected["folders_never_read"] == (["Math "] if name == "mmmu_tsv" else [])
+    for source_id in never_read:
+        assert "task 'Math ' is none of loader_options.task_names" in errors[source_id]
+    scored = [r for r in records if r["status"] != "error"]
+    assert verdicts(scored) == {row["id"]: row["judge"] == "Correct" for row in expected["rows"] if row["judge"]}
+    assert result.metrics["mmmu_accuracy"] == pytest.approx(expected["overall"])
+
+
+def test_the_tsv_split_and_field_cells_are_read_as_pandas_reads_them(runs: dict[str, Any]) -> None:
+    """The TSV row of split "validation " is not read (the reference reads `split == "validation"`)."""
+    read = {s.metadata["source_id"] for s in runs["mmmu_tsv"][2]}
+    assert read == {row["id"] for row in REFERENCE["mmmu_tsv"]["rows"]} and "56" not in read
+
+
 def test_the_fixtures_are_what_their_script_writes() -> None:
     import subprocess
     import sys
@@ -150,15 +189,15 @@ def test_a_run_over_the_three_specs_exits_0(pytester: pytest.Pytester, tmp_path:
     """One pytest-mllm run over both layouts and both parquet splits, every row answered: no ERROR, exit 0."""
     answers = tmp_path / "answers.jsonl"
     with answers.open("w", encoding="utf-8") as out:
-        for name in REFERENCE:
+        for name in SPECS:
             recorded = [json.loads(line) for line in (FIXTURES / FOLDER[name] / "responses.jsonl").open(encoding="utf-8")]
             out.writelines(json.dumps({"id": f"{name}::{s.id}", "response": r["response"]}) + "\n"
                            for s in runs[name][2] for r in recorded if r["id"] == s.metadata["source_id"])
     result = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", f"--mllm-bench={','.join(REFERENCE)}",
-        *(f"--mllm-data={name}={FIXTURES / FOLDER[name]}" for name in REFERENCE), f"--mllm=replay:{answers}",
+        "-p", "no:cacheprovider", f"--mllm-bench={','.join(SPECS)}",
+        *(f"--mllm-data={name}={FIXTURES / FOLDER[name]}" for name in SPECS), f"--mllm=replay:{answers}",
         "--mllm-cache=off")
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
     assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes["incorrect"] == sum(len(runs[name][0]) for name in REFERENCE)
+    assert outcomes["passed"] + outcomes["incorrect"] == sum(len(runs[name][0]) for name in SPECS)
