@@ -15,7 +15,7 @@ from _pytest.junitxml import xml_key
 
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
-from pytest_mllm.scoring.gates import Verdict
+from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
 
 
 def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
@@ -40,13 +40,16 @@ def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult]
 
 
 def suite_properties(name: str, result: BenchmarkResult) -> dict[str, Any]:
-    """`<benchmark>.<metric>`: the overall metrics and each group's and task's headline, the headline's
-    95 % interval, and where the answers came from."""
+    """`<benchmark>.<metric>`: the overall metrics and each group's and task's headline (`<benchmark>.<scope>`,
+    or `<benchmark>.<scope>.<headline>` for a scope named like an overall metric: MME's "count"), the
+    headline's 95 % interval, and where the answers came from."""
     flat = result.metrics
-    scopes = [*result.scopes["groups"], *result.scopes["tasks"]]
+    headline = result.spec.headline
+    shadowed = shadowed_scopes(result.scopes)
     properties: dict[str, Any] = {f"{name}.{key}": value for key, value in flat.items()
                                   if "." not in key or key.split(".")[0] in ("judge", "vrp", "tp_eval")}
-    properties.update({f"{name}.{scope}": flat[scope] for scope in scopes if scope in flat})
+    properties.update({f"{name}.{scope}.{headline}": flat[f"{scope}.{headline}"] for scope in shadowed
+                       if f"{scope}.{headline}" in flat})
     interval = result.headline_intervals().get(result.spec.headline) or {}
     if interval.get("ci"):
         properties[f"{name}.{result.spec.headline}.ci95"] = "[{:.6g}, {:.6g}]".format(*interval["ci"])

@@ -55,7 +55,9 @@ def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path)
     image = _image_name(image_dir, qa_file.stem)
     image_ref = ImageRef("path", str((image_dir / image).relative_to(root)), root=root)
     out: list[Sample | BadSample] = []
-    lines = [line for line in qa_file.read_text(encoding="utf-8").split("\n") if line.strip()]  # as readlines()
+    # as readlines(); a byte-order mark is no part of the first question: the questions MME's evaluation
+    # scores are its eval_tool's Your_Results templates, which hold none
+    lines = [line for line in qa_file.read_text(encoding="utf-8-sig").split("\n") if line.strip()]
     for number, line in enumerate(lines, start=1):
         sample_id = f"{task}::{image}::q{number}"
         question, sep, answer = line.strip().rpartition("\t")

@@ -31,9 +31,15 @@ def read_mme_results(folder: Path) -> list[ResultLine]:
         # Lines end at "\n" (and "\r", "\r\n": universal newlines) only, as the official script's
         # readlines() reads them: not at U+2028, a form feed or the other breaks str.splitlines() knows.
         # A byte-order mark is not part of the first image's name (the script never reads the name).
-        for number, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), start=1):
+        # The file's last line break ends its last line; any other empty or blank line is a line of its own.
+        text = path.read_text(encoding="utf-8-sig")
+        for number, line in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
             if not line.strip():
-                continue
+                raise ValueError(
+                    f"{path}:{number}: a blank line; MME's calculation.py cannot score this file either (it "
+                    "splits every line into image, question, ground truth and response, and stops at a blank "
+                    "one, or, the last line, finds it without its pair): remove the blank lines"
+                )
             parts = line.split("\t")
             if len(parts) != 4:
                 raise ValueError(

@@ -322,6 +322,7 @@ def _scores_section(document: Document) -> Section | None:
             "charts": _benchmark_charts(scopes, group_of) if charts else [],
             "intervals": intervals if isinstance(intervals, Mapping) else {},
             "intervals_method": bench.get("intervals_method"),
+            "undefined": scopes.get("undefined") if isinstance(scopes.get("undefined"), Mapping) else {},
         })
     note = "" if charts else CHARTS_MISSING
     return Section("scores", "Scores", render("scores.html.j2", benchmarks=blocks, note=note,

@@ -127,6 +127,10 @@ def benchmark_tables(result: BenchmarkResult) -> list[Any]:
         if mean:
             tables.append(f"{spec.name}: F1 of a scope of several tasks pools their answers (pooled_f1); "
                           "mean F1 is the mean of its tasks' F1, as POPE's papers report it")
+    for key, why in (result.scopes.get("undefined") or {}).items():
+        from rich.text import Text
+
+        tables.append(Text(f"{spec.name}: {key} is undefined (shown –, not 0): {why}"))
     return tables
 
 

@@ -3,6 +3,9 @@
 A metric path is `<benchmark>.<key>` where key is a flat metric key of that benchmark:
 `accuracy`, `score`, `f1`, a group or task name (its headline metric), or
 `<group or task>.<metric>`, `category.<name>.accuracy`, ….
+Each key means one thing: a group or task named like a metric of the overall scope (MME's subtask
+"count": every scope reports `count`, its number of samples) has no bare key, `mme.count` stays the
+benchmark's sample count and the subtask's headline is `mme.count.score` (`shadowed_scopes`).
 """
 
 from __future__ import annotations
@@ -102,14 +105,22 @@ def limit_text(limit: Gate) -> str:
     return f"drop<={limit.max_drop:g}" + (f"@{limit.alpha:g}" if limit.alpha is not None else "")
 
 
+def shadowed_scopes(benchmark_metrics: Mapping[str, Any]) -> list[str]:
+    """The group and task names that are also a value of the overall scope (MME's subtask "count"): their bare
+    key is that overall value, their headline only `<name>.<headline>`."""
+    overall = benchmark_metrics["overall"]
+    return [name for kind in ("tasks", "groups") for name in benchmark_metrics.get(kind, {}) if name in overall]
+
+
 def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, float]:
     """One flat key → value dict per benchmark, the namespace gates and comparisons use."""
     flat: dict[str, float] = {}
     for metric, value in benchmark_metrics["overall"].items():
         flat[metric] = value
+    shadowed = set(shadowed_scopes(benchmark_metrics))
     for scope_kind in ("tasks", "groups"):
         for name, scope in benchmark_metrics.get(scope_kind, {}).items():
-            if headline in scope and name not in flat:  # a task named like an overall metric ("count")
+            if headline in scope and name not in shadowed:
                 flat[name] = scope[headline]
             for metric, value in scope.items():
                 flat[f"{name}.{metric}"] = value
@@ -136,11 +147,14 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
 
 
 def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
-                  scopes: Mapping[str, Iterable[str]] | None = None) -> Verdict:
+                  scopes: Mapping[str, Iterable[str]] | None = None,
+                  headlines: Mapping[str, str] | None = None) -> Verdict:
     """Check a threshold gate against {benchmark: flat metrics}.
 
     `scopes` lists each benchmark's task and group names: a gate on one that had no
-    sample in this run (deselected with -k, say) is "not run" rather than failed.
+    sample in this run (deselected with -k, say) is "not run" rather than failed. A gate on the
+    bare name of a task that an overall value shadows (`mme.count`: the sample count) says so in
+    its note, naming the task's headline key (`headlines`: each benchmark's headline).
     """
     if gate.benchmark not in metrics:
         return Verdict(gate, None, gate.threshold, "not run", f"benchmark {gate.benchmark!r} did not run")
@@ -153,7 +167,13 @@ def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
         return Verdict(gate, None, gate.threshold, "fail", f"no metric {gate.key!r} (have: {sample}, …)")
     value = flat[gate.key]
     ok = _OPS[gate.op](value, gate.threshold)
-    return Verdict(gate, value, gate.threshold, "pass" if ok else "fail")
+    own = f"{gate.key}.{(headlines or {}).get(gate.benchmark)}"
+    note = ""
+    if scope in set((scopes or {}).get(gate.benchmark, ())) and "." not in gate.key and own in flat \
+            and flat[own] != value:
+        note = (f"{gate.benchmark}.{gate.key} is the benchmark's own {gate.key!r} value, not the headline of its "
+                f"task or group {gate.key!r}: that is {gate.benchmark}.{own} ({flat[own]:.6g})")
+    return Verdict(gate, value, gate.threshold, "pass" if ok else "fail", note)
 
 
 def load_baseline(path: Path) -> dict[str, dict[str, float]]:
@@ -233,7 +253,7 @@ class GateSettings:
         A gate left unevaluated (its benchmark did not run, was misspelled, or -k removed its
         task) fails, saying why, unless `skip_missing` makes that "not run" on purpose.
         """
-        verdicts = [evaluate_gate(gate, current, scopes) for gate in self.gates]
+        verdicts = [evaluate_gate(gate, current, scopes, headlines) for gate in self.gates]
         if self.baseline:
             try:
                 baseline = load_baseline(self.baseline)
@@ -299,8 +319,9 @@ class MetricSpace:
     def keys(self) -> list[str]:
         """Every key known by name (category names and VRP levels are not known before a run)."""
         values = sorted(self.values or ())
-        return [*values, *_SECTION_KEYS,
-                *(key for scope in sorted(self.scopes) for key in (scope, *(f"{scope}.{v}" for v in values)))]
+        return [*values, *_SECTION_KEYS,  # a scope named like a value has no bare key (`shadowed_scopes`)
+                *(key for scope in sorted(self.scopes)
+                  for key in ([] if scope in values else [scope]) + [f"{scope}.{v}" for v in values])]
 
 
 def gate_path_problems(gates: Iterable[Gate], spaces: Mapping[str, MetricSpace]) -> list[str]:

@@ -77,7 +77,7 @@ class Metric:
 METRICS: list[Metric] = [
     Metric("mean_score", "pytest_mllm.scoring.mean_score:scope_mean_score", keys=("mean_score",)),
     Metric("accuracy_plus", "pytest_mllm.scoring.mme:scope_accuracy_plus", keys=("accuracy_plus",)),
-    Metric("pope", "pytest_mllm.scoring.pope:scope_pope",
+    Metric("pope", "pytest_mllm.scoring.pope:scope_pope", requires=("pope_undefined",),
            keys=("precision", "recall", "f1", "yes_ratio", "pooled_f1", "mean_f1")),
     Metric("mme_score", "pytest_mllm.scoring.mme:scope_mme_score", requires=("accuracy_plus",), keys=("score",)),
     Metric("circular", "pytest_mllm.scoring.circular:scope_circular",
@@ -94,6 +94,7 @@ METRICS: list[Metric] = [
     Metric("ocrbench", "pytest_mllm.scoring.ocrbench:scope_ocrbench", keys=("ocrbench_score",)),
     Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench",
            keys=("a_acc", "f_acc", "q_acc")),
+    Metric("pope_undefined", "pytest_mllm.scoring.pope:undefined_section", section=True, declarable=False),
 ]
 
 

@@ -6,26 +6,57 @@ several splits counts in each (`task_separator` of the TSV loader). Papers repor
 the mean of the splits' F1: a scope made of parts (overall: its groups, else its tasks) adds
 ``mean_f1``, the mean of its parts' F1, and ``pooled_f1``, the F1 of all its answers pooled (its
 ``f1``, under a name that says so; a row counted in two splits counts twice, as in VLMEvalKit's
-"Overall")."""
+"Overall").
+
+A value whose denominator is 0 is undefined, never 0: precision when no answer reads "yes" (TP + FP = 0),
+recall when no question's answer is "yes" (TP + FN = 0), F1 when either is undefined or both are 0, and
+mean_f1 when a part's F1 is. POPE's `evaluate.py` divides by zero there and stops (ZeroDivisionError)
+before it prints any score, so it cannot score such a split either. Such a value is left out of its
+scope, and the section `undefined` ({flat key: why}) says why, for the results JSON and the reports."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import BenchmarkView, Scope, ScopeView
+
+STOPS = "POPE's evaluate.py divides by zero there (ZeroDivisionError) and prints no score either"
 
 
-def pope_metrics(records: Sequence[Record]) -> Scope:
-    """POPE's binary metrics with "yes" as the positive class."""
+def _counts(records: Sequence[Record]) -> tuple[int, int, int]:
     tp = sum(1 for r in records if r["parsed"] == "yes" and r["answer"] == "yes")
     fp = sum(1 for r in records if r["parsed"] == "yes" and r["answer"] != "yes")
     fn = sum(1 for r in records if r["parsed"] != "yes" and r["answer"] == "yes")
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    yes_ratio = (tp + fp) / len(records)
-    return {"precision": precision, "recall": recall, "f1": f1, "yes_ratio": yes_ratio}
+    return tp, fp, fn
+
+
+def pope_metrics(records: Sequence[Record]) -> Scope:
+    """POPE's binary metrics with "yes" as the positive class; an undefined one left out (`undefined`)."""
+    tp, fp, fn = _counts(records)
+    values: Scope = {}
+    if tp + fp:
+        values["precision"] = tp / (tp + fp)
+    if tp + fn:
+        values["recall"] = tp / (tp + fn)
+    if tp:
+        precision, recall = values["precision"], values["recall"]
+        values["f1"] = 2 * precision * recall / (precision + recall)
+    values["yes_ratio"] = (tp + fp) / len(records)
+    return values
+
+
+def undefined(records: Sequence[Record]) -> dict[str, str]:
+    """{metric: why it is undefined} over these records (none when every one is defined)."""
+    tp, fp, fn = _counts(records)
+    why: dict[str, str] = {}
+    if not tp + fp:
+        why["precision"] = "no answer reads yes (TP + FP = 0)"
+    if not tp + fn:
+        why["recall"] = "no question's answer is yes (TP + FN = 0)"
+    if not tp:
+        why["f1"] = "its precision or recall is undefined" if why else "precision and recall are 0 (TP = 0)"
+    return {metric: f"{reason}; {STOPS}" for metric, reason in why.items()}
 
 
 def scope_pope(scope: ScopeView) -> Scope:
@@ -36,8 +67,35 @@ def scope_pope(scope: ScopeView) -> Scope:
     if not yes_no:
         return {}
     values = pope_metrics(yes_no)
-    part_f1 = [part["f1"] for part in scope.parts if "f1" in part]
-    if scope.kind in ("group", "overall") and part_f1:
-        values["pooled_f1"] = values["f1"]
-        values["mean_f1"] = sum(part_f1) / len(part_f1)
+    parts = [part for part in scope.parts if "yes_ratio" in part]  # the parts holding yes/no answers
+    if scope.kind in ("group", "overall") and parts:
+        if "f1" in values:
+            values["pooled_f1"] = values["f1"]
+        if all("f1" in part for part in parts):
+            values["mean_f1"] = sum(part["f1"] for part in parts) / len(parts)
     return values
+
+
+def undefined_section(view: BenchmarkView) -> dict[str, dict[str, str]]:
+    """`undefined`: {flat key: why} for each POPE value left out of a task, group or the overall scope."""
+    yes_no = [r for r in view.records if r["status"] != "error" and r.get("answer_type") == "yes_no"]
+    tasks: dict[str, list[Record]] = {}
+    groups: dict[str, list[Record]] = {}
+    for record in yes_no:
+        tasks.setdefault(record["task"], []).append(record)
+        if record.get("group"):
+            groups.setdefault(record["group"], []).append(record)
+    found: dict[str, str] = {}
+    for name, records in tasks.items():
+        found.update({f"{name}.{metric}": why for metric, why in undefined(records).items()})
+    for name, records in groups.items():
+        found.update({f"{name}.{metric}": why for metric, why in undefined(records).items()})
+        lost = sorted({r["task"] for r in records} & {key.split(".")[0] for key in found if key.endswith(".f1")})
+        if lost:
+            found[f"{name}.mean_f1"] = f"the F1 of {', '.join(lost)} is undefined"
+    found.update(undefined(yes_no) if yes_no else {})
+    parts = groups or tasks
+    lost = sorted(name for name in parts if f"{name}.f1" in found)
+    if lost:
+        found["mean_f1"] = f"the F1 of {', '.join(lost)} is undefined"
+    return {"undefined": found} if found else {}

@@ -3,9 +3,11 @@ as their reference code does.
 
 `fixtures/official/{mme,mme_results,pope}/` (written by `fixtures/official/make_yes_no.py`) hold our own
 rows of the real files' shape: MME txt files with Windows line endings, a trailing empty line, answers
-"Yes " and "No  ", both release layouts, `.jpg` and `.png`; MME results files with a byte-order mark,
-ground truth "YES"/"yes", responses "", "ye", "n", "  yes", "nope", "yesterday"; POPE.tsv rows in
-several splits ("popular,random") answered "No, there is not.", "There is a car.", "NO", "Yes, no." …
+"Yes " and "No  ", a byte-order mark, both release layouts, `.jpg` and `.png`; MME results files with a
+byte-order mark, ground truth "YES"/"yes", responses "", "ye", "n", "  yes", "nope", "yesterday", and
+files the script cannot score (a tab or a line break in a response, a blank line, …); POPE.tsv rows in
+several splits ("popular,random") answered "No, there is not.", "There is a car.", "NO", "Yes, no." …, and
+`pope_undefined/`, splits where evaluate.py divides by zero (no answer reads yes; no answer is yes).
 
 Expected numbers (`fixtures/official/reference_scores_yes_no.json`), from the reference code run outside
 the project by `fixtures/official/run_reference_yes_no.py` (command in fixtures/official/README.md):
@@ -27,10 +29,12 @@ from typing import Any
 import pytest
 
 from pytest_mllm.engine.spec import SpecError, find_spec
+from pytest_mllm.harness.junit import suite_properties
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, compute_results
+from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
 from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.gates import MetricSpace, evaluate_gate, parse_gate, shadowed_scopes
 
 pytest.importorskip("numpy")  # loaded once before pytester's in-process runs, which cannot load it anew
 
@@ -76,8 +80,11 @@ def test_mme_rows_and_scores_equal_calculation_py(runs: dict[str, Any], name: st
     assert [r["error"] for r in records if r["status"] == "error"] == []
     if name == "mme":  # the release: rows by sample id; its questions already ask for yes or no, once
         assert all(r["prompt"].count("Please answer yes or no.") == 1 for r in records)
-        ours = {r["id"]: (r["parsed"], r["correct"]) for r in records}
-        assert ours == {i: (row["parsed"], row["hit"]) for i, row in zip(reference["ids"], reference["rows"])}
+        ours = {r["id"]: (r["parsed"], r["correct"], r["question"]) for r in records}
+        # the questions as MME's Your_Results templates hold them: no byte-order mark (color's txt has one)
+        assert ours == {i: (row["parsed"], row["hit"], row["question"])
+                        for i, row in zip(reference["ids"], reference["rows"])}
+        assert not any("\ufeff" in r["question"] or "\ufeff" in r["prompt"] for r in records)
     else:  # the results files: rows by subtask and question, in file order
         assert not any("\ufeff" in r["id"] for r in records)  # the byte-order mark is not the image's name
         ours_rows = [(r["task"], r["question"], r["parsed"], r["correct"]) for r in records]
@@ -116,14 +123,64 @@ def test_results_files_the_script_cannot_score_say_so(name: str) -> None:
     try:
         records, result = run("mme_results", folder, folder)
     except SpecError as exc:
-        assert name in ("tab_in_response", "line_break_in_response")
+        assert name in ("tab_in_response", "line_break_in_response", "blank_line", "trailing_blank_line")
         assert "MME's calculation.py cannot score this file either" in str(exc)
+        assert ("a blank line" in str(exc)) is name.endswith("blank_line")
         return
     errors = [r["error"] for r in records if r["status"] == "error"]
     assert len(errors) == 1 and "MME's calculation.py cannot score the file either" in errors[0], errors
     assert len(records) - 1 == sum(r["status"] != "error" for r in records)
     if name == "ground_truth_with_space":  # an error is not a wrong answer: its pair is left out of accuracy+
         assert "existence.accuracy_plus" not in result.metrics and result.metrics["existence.accuracy"] == 1.0
+
+
+def test_pope_splits_evaluate_py_cannot_score_are_undefined_not_0(capsys: pytest.CaptureFixture[str]) -> None:
+    """evaluate.py stops on a split with no answer read as yes (adversarial: precision 0/0) or no answer that
+    is yes (random: recall 0/0): those values, their F1 and the mean F1 are left out and the results and the
+    terminal say why; the split that scores and the pooled answers equal evaluate.py's."""
+    from rich.console import Console
+
+    from pytest_mllm.report.terminal import benchmark_tables
+
+    reference = REFERENCE["pope_undefined"]
+    records, result = run("pope", FIXTURES / "pope_undefined", FIXTURES / "pope_undefined" / "responses.jsonl")
+    metrics = result.metrics
+    undefined = results_document({"pope": result}, [], {})["benchmarks"]["pope"]["scopes"]["undefined"]
+    assert reference["mean_f1"] is None and "mean_f1" not in metrics and "the F1 of" in undefined["mean_f1"]
+    for split, expected in reference["splits"].items():
+        if "stops" not in expected:
+            for key in ("precision", "recall", "f1", "yes_ratio"):
+                assert metrics[f"{split}.{key}"] == pytest.approx(expected[key]), (split, key)
+            continue
+        assert expected["stops"] == "ZeroDivisionError: float division by zero"
+        tp, fp, tn, fn = map(int, expected["printed"].splitlines()[1].split("\t"))
+        assert f"{split}.f1" not in metrics and "ZeroDivisionError" in undefined[f"{split}.f1"], split
+        assert (f"{split}.precision" in metrics) is bool(tp + fp) and (f"{split}.recall" in metrics) is bool(tp + fn)
+        assert {f"{split}.precision", f"{split}.recall"} - set(metrics) <= set(undefined), split
+    assert metrics["pooled_f1"] == pytest.approx(reference["pooled"]["f1"])
+    Console(width=300).print(*benchmark_tables(result))
+    shown = capsys.readouterr().out
+    assert "pope: adversarial.precision is undefined (shown –, not 0): no answer reads yes" in shown
+    assert "pope: random.recall is undefined (shown –, not 0): no question's answer is yes" in shown
+
+
+def test_the_subtask_count_and_the_sample_count_keep_one_key_each(runs: dict[str, Any]) -> None:
+    """Every scope reports `count` (its samples), so MME's subtask "count" has no bare key: `mme.count` is the
+    sample count in the metrics, gates and JUnit properties, the subtask's score is `mme.count.score`."""
+    records, result = runs["mme_results"]
+    metrics, reference = result.metrics, REFERENCE["mme_results"]
+    assert shadowed_scopes(result.scopes) == ["count"]
+    assert metrics["count"] == len(records) == 32 and metrics["count.score"] == reference["score"]["count"]
+    properties = suite_properties("mme", result)
+    assert properties["mme.count"] == 32 and properties["mme.count.score"] == reference["score"]["count"]
+    assert properties["mme.existence"] == metrics["existence.score"]
+    space = MetricSpace.of(result.spec.metrics, result.spec.task_order)
+    assert space.keys().count("count") == 1 and "count.score" in space.keys() and "existence" in space.keys()
+    names = {"mme": [*result.scopes["tasks"], *result.scopes["groups"]]}
+    verdict = evaluate_gate(parse_gate("mme.count>=100"), {"mme": metrics}, names, {"mme": "score"})
+    assert verdict.value == 32 and verdict.note == ("mme.count is the benchmark's own 'count' value, not the headline "
+                                                    "of its task or group 'count': that is mme.count.score (50)")
+    assert evaluate_gate(parse_gate("mme.count.score>=100"), {"mme": metrics}, names, {"mme": "score"}).note == ""
 
 
 def test_strip_cells_reads_a_spaced_ground_truth(tmp_path: Path) -> None:

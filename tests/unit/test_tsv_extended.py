@@ -76,7 +76,7 @@ def test_the_split_option_keeps_one_split(tmp_path: Path) -> None:
     samples = _load(tmp_path, "loader_options: {split: dev}\n", "dev")
     assert [s.id for s in samples] == ["ext::1", "ext::2"]
     assert all(isinstance(s, Sample) and s.split == "dev" for s in samples)
-    with pytest.raises(SpecError, match="no row has split 'val'.*splits present: dev, test"):
+    with pytest.raises(SpecError, match="no row has split 'val'.*splits present: 'dev', 'test'"):
         _load(tmp_path, "loader_options: {split: val}\n", "val")
 
 
