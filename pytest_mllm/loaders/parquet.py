@@ -36,9 +36,9 @@ loader_options:
             row left out still counts in the row numbers (`metadata["row"]`, lmms-eval's doc_id)
   answer_is: how a choice question's answer cell is read: letter, index (0-based), text (an option's)
             or as_written (the letter exactly as written: "b" never equals the letter read, "B", and a
-            digit is no position, as MMMU's code compares them); without it a letter, else an index (an option's text too with the `answer_option_text`
-            deviation, and a cell that reading and its index take to different options, '2' with the
-            options ['5', '2', '7'], is that row's error)
+            digit is no position, as MMMU's code compares them); without it a letter, else an index
+            (an option's text too with the `answer_option_text` deviation, and a cell that reading and
+            its index take to different options, '2' with the options ['5', '2', '7'], is that row's error)
   cells:    how the answer, category, l2_category, option and reference cells are read: "pandas"
             (default) as the reference reads the TSV twin, or "as_stored", as the file stores them, for
             a benchmark whose reference reads the parquet release itself through `datasets` (MMMU's

@@ -65,8 +65,8 @@ def _text(row: dict[str, str], column: str) -> str:
     return row.get(column) or ""
 
 
-_READ_COLUMNS = ("answer", "category", "l2-category")
-MULTIPLE_CHOICE = "multiple-choice"  # loader_options.question_type_column: a choice question's cell (MMMU's word)  # with the option columns: read as pandas reads them
+_READ_COLUMNS = ("answer", "category", "l2-category")  # with the option columns: read as pandas reads them
+MULTIPLE_CHOICE = "multiple-choice"  # loader_options.question_type_column: a choice question's cell (MMMU's word)
 
 
 def _read_cells(spec: BenchmarkSpec, header: list[str], rows: list[Row]) -> None:

@@ -2,12 +2,15 @@
 (`open(...).readlines()`: lines end at "\\n" only, after universal newlines), so a response
 holding U+2028, U+0085 or a form feed stays one response on its line.
 
-Expected numbers: MME's eval_tool/calculation.py (the copy in repository zjunlp/Deco, commits
-a3ccc150b715373f3019fc07cb1836c1961d7e15 and fee8d757c0a98036bc4e076b4ca6615350441ea7, file sha256
-3300b5f81d33cea893a0a57f3e30f412c7522c298e4b20ee05a3db7fb01102a5; see fixtures/README.md) run
+Expected numbers: MME's official eval_tool/calculation.py (repository
+BradyFU/Awesome-Multimodal-Large-Language-Models, branch Evaluation, commit
+dd2950902889cd614d4edf606827240166d29381, tools/eval_tool.zip, file sha256
+66f154c0d3568cdd0c95b7d3e6b5a4b10cd393c71463328352c8c417c20a0607; see fixtures/README.md) run
 outside the project on fixtures/mme_results with the three edits `_edit` makes:
 `python calculation.py --results_dir /tmp/mme_u2028` printed Perception "total score:
-1014.642857142857" and "existence  score: 140.0" (Cognition unchanged, 408.57142857142856).
+1014.642857142857" and "existence  score: 140.0" (Cognition unchanged, 408.57142857142856). The
+copy in zjunlp/Deco (commit a3ccc150b715373f3019fc07cb1836c1961d7e15, sha256 3300b5f8…02a5), cited
+here before, prints the same lines: it differs only outside the scoring (fixtures/README.md).
 
 Each run is a subprocess: a clean interpreter per pytest session, as a user runs it.
 """
