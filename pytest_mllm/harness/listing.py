@@ -54,7 +54,10 @@ def gate_paths(spec: BenchmarkSpec) -> str:
         paths.append(f"{spec.name}.category.<name>.<metric>, {spec.name}.l2_category.<name>.<metric>")
     if spec.variants != "none" or spec.loader == "vrp_shapes":
         paths.append(f"{spec.name}.vrp.consistency, .vrp.relation_holds, .vrp.sensitivity")
-    return "; ".join(paths) + "; metrics: " + ", ".join(sorted(space.values))
+    shadowed = [name for name in (*spec.task_order, *spec.groups) if name in space.values]
+    return "; ".join(paths) + "; metrics: " + ", ".join(sorted(space.values)) + "".join(
+        f"; {spec.name}.{name} is that metric, the {name} task's {spec.headline} is {spec.name}.{name}.{spec.headline}"
+        for name in shadowed)
 
 
 def listing() -> str:

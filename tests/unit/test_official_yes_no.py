@@ -30,6 +30,7 @@ import pytest
 
 from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.harness.junit import suite_properties
+from pytest_mllm.harness.listing import gate_paths
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
@@ -176,6 +177,7 @@ def test_the_subtask_count_and_the_sample_count_keep_one_key_each(runs: dict[str
     assert properties["mme.existence"] == metrics["existence.score"]
     space = MetricSpace.of(result.spec.metrics, result.spec.task_order)
     assert space.keys().count("count") == 1 and "count.score" in space.keys() and "existence" in space.keys()
+    assert gate_paths(result.spec).endswith("; mme.count is that metric, the count task's score is mme.count.score")
     names = {"mme": [*result.scopes["tasks"], *result.scopes["groups"]]}
     verdict = evaluate_gate(parse_gate("mme.count>=100"), {"mme": metrics}, names, {"mme": "score"})
     assert verdict.value == 32 and verdict.note == ("mme.count is the benchmark's own 'count' value, not the headline "
