@@ -226,6 +226,11 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
             raise SpecError(f"{path}: missing column {required!r} (columns: {', '.join(header)})")
     if "image" not in header and "image_path" not in header:
         raise SpecError(f"{path}: needs an 'image' (base64) or 'image_path' column")
+    for option in ("task_column", "question_type_column"):
+        column = spec.loader_options.get(option)
+        if column and column not in header:
+            raise SpecError(f"{path}: no column {column!r} (loader_options.{option} of {spec.path}); "
+                            f"columns: {', '.join(header)}")
     data_by_index = {_cell(row.cells, "index"): row.data for row in rows if row.data is not None}
     _read_cells(spec, header, rows)
     rows = _select_split(spec, path, header, rows)
