@@ -177,6 +177,15 @@ def test_the_tsv_split_and_field_cells_are_read_as_pandas_reads_them(runs: dict[
     assert read == {row["id"] for row in REFERENCE["mmmu_tsv"]["rows"]} and "56" not in read
 
 
+def test_a_question_type_column_the_tsv_lacks_is_refused_before_the_run(tmp_path: Path) -> None:
+    text = find_spec("mmmu_tsv").read_text(encoding="utf-8")
+    assert "  question_type_column: question_type\n" in text
+    (tmp_path / "bad.yaml").write_text(text.replace("question_type_column: question_type", "question_type_column: kind"),
+                                       encoding="utf-8")
+    with pytest.raises(SpecError, match=r"no column 'kind' \(loader_options\.question_type_column of .*bad\.yaml\)"):
+        run("mmmu_tsv", tmp_path / "bad.yaml")
+
+
 def test_the_fixtures_are_what_their_script_writes() -> None:
     import subprocess
     import sys
