@@ -161,24 +161,26 @@ def _text(value: Any, field: str) -> str:
 
 
 def _reference(value: Any, field: str) -> str:
-    """A reference answer as written (a number as its text: the authors' VQAEval stops at a number)."""
+    """A reference answer as written (a number as its text, which only the lenient reading uses)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"field {field!r} must be text, not {type(value).__name__}")
     return value if isinstance(value, str) else str(value)
 
 
-def _references(entry: dict[str, Any]) -> list[str]:
+def _references(entry: dict[str, Any]) -> tuple[list[str], int | None]:
+    """The references, and how many of them the authors' VQAEval reads before it stops at a number
+    (None: it reads them all)."""
     given = [name for name in ("answers", "answer", "gt_answers") if entry.get(name) is not None]
     if len(given) != 1:
         raise ValueError("give the reference answer(s) in exactly one of 'answers', 'answer', 'gt_answers'"
                          + (f"; found {', '.join(given)}" if given else ""))
     value = entry[given[0]]
     values = value if isinstance(value, list) else [value]
-    refs = list(dict.fromkeys(_reference(v, given[0]) for v in values))
-    if not refs:
-        raise ValueError(f"field {given[0]!r} holds no reference answer (an empty list), which the reference "
-                         "scores as never right; give at least one")
-    return refs
+    texts = [_reference(v, given[0]) for v in values]
+    first_number = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
+    refs = list(dict.fromkeys(texts))
+    stops_at = None if first_number is None else len(dict.fromkeys(texts[:first_number]))
+    return refs, stops_at
 
 
 def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: str) -> Sample:
@@ -197,7 +199,7 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: s
     if not isinstance(image, str) or not image:
         raise ValueError("field 'image' (or 'image_path') must be a path relative to the data root")
     resolve_inside(root, image)  # raises before the run for a path that escapes the root
-    refs = _references(entry)
+    refs, stops_at = _references(entry)
     label = entry.get("human_label")
     if label is not None and not isinstance(label, bool):
         raise ValueError(f"field 'human_label' must be true or false, not {label!r}")
@@ -208,7 +210,8 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: s
     if not isinstance(metadata, dict):
         raise ValueError("field 'metadata' must be a mapping")
     return Sample(
-        id=f"{task}::{source_id}", benchmark=spec.name, task=task, question=question, answer=refs[0],
-        answer_type="open", images=(ImageRef("path", image, root=root),), category=category,
-        metadata={**metadata, "references": refs, "human_label": label, "source_id": source_id},
+        id=f"{task}::{source_id}", benchmark=spec.name, task=task, question=question,
+        answer=refs[0] if refs else "", answer_type="open", images=(ImageRef("path", image, root=root),),
+        category=category, metadata={**metadata, "references": refs, "human_label": label, "source_id": source_id,
+                                     **({"vqaeval_stops_at": stops_at} if stops_at is not None else {})},
     )
