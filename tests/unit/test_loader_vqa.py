@@ -68,7 +68,6 @@ def test_task_defaults_to_the_benchmark_and_id_to_the_row(tmp_path: Path) -> Non
     (entry(9, image=""), "field 'image'"),
     (entry(9, answer=None), "exactly one of"),
     (entry(9, answers=["red"]), "exactly one of 'answers', 'answer', 'gt_answers'; found answers, answer"),
-    (entry(9, answer=None, answers=[]), "holds no reference answer"),
     (entry(9, answer=None, answers=[{"text": "red"}]), "must be text"),
     (entry(9, answer=True), "must be text"),
     (entry(9, question=""), "missing field 'question'"),
@@ -117,6 +116,18 @@ def test_subsampling_is_seeded_per_dataset_and_keeps_file_order(tmp_path: Path) 
 def test_a_reference_left_empty_by_preparation_is_kept_for_the_scorer(tmp_path: Path) -> None:
     [sample] = load_vqa(spec(tmp_path), write(tmp_path, [entry(1, answer="  ")]))
     assert isinstance(sample, Sample) and sample.metadata["references"] == ["  "]  # VQAEval scores it
+
+
+def test_no_reference_and_numbers_are_kept_for_the_scorer(tmp_path: Path) -> None:
+    """VQAEval scores an empty list (never right) and stops at a number: where, the sample says."""
+    none, number, later = load_vqa(spec(tmp_path), write(tmp_path, [
+        entry(1, answer=None, gt_answers=[]), entry(2, answer=None, gt_answers=1999),
+        entry(3, answer=None, gt_answers=["three", "three", 3, "3", "tres"])]))
+    assert isinstance(none, Sample) and none.metadata["references"] == [] and "vqaeval_stops_at" not in none.metadata
+    assert isinstance(number, Sample) and number.metadata["references"] == ["1999"]
+    assert number.metadata["vqaeval_stops_at"] == 0
+    assert isinstance(later, Sample) and later.metadata["references"] == ["three", "3", "tres"]
+    assert later.metadata["vqaeval_stops_at"] == 1
 
 
 def test_a_rows_chance_does_not_depend_on_other_datasets(tmp_path: Path) -> None:
