@@ -11,7 +11,7 @@ import pytest
 
 from pytest_mllm.engine.images import load_image
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
-from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, load_vqa
+from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, legacy_numpy_choice, load_vqa
 from pytest_mllm.sample import BadSample, Sample
 
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
@@ -147,9 +147,24 @@ def test_bad_rows_take_part_in_subsampling(tmp_path: Path) -> None:
     assert seeds_picking_it  # a broken row is not silently skipped by the sampler
 
 
+def test_picks_keep_positions_of_a_longer_draw(tmp_path: Path) -> None:
+    """Tiny LVLM-eHub's draw for a dataset Bard answered: max + 1 drawn, the listed positions kept; a task
+    with no more entries than that, or not listed, is drawn as usual."""
+    root = write(tmp_path, [entry(i) for i in range(8)] + [entry(i, task="shapes") for i in range(8, 12)])
+    picked = load_vqa(spec(tmp_path, per_dataset=3, seed=5, picks={"colors": [0, 2, 4], "shapes": [0, 5]}), root)
+    drawn = legacy_numpy_choice(8, 5, 5)
+    assert {s.id for s in picked if s.task == "colors"} == {f"colors::q{drawn[p]}" for p in (0, 2, 4)}
+    plain = load_vqa(spec(tmp_path, per_dataset=3, seed=5), root)
+    assert [s.id for s in picked if s.task == "shapes"] == [s.id for s in plain if s.task == "shapes"]
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"per_dataset": 0}, "loader_options.per_dataset"),
     ({"per_dataset": "50"}, "loader_options.per_dataset"),
+    ({"picks": {"colors": [0, 1]}}, "picks' needs loader_options.per_dataset"),
+    ({"per_dataset": 2, "picks": [0, 1]}, "must map task names"),
+    ({"per_dataset": 2, "picks": {"colors": [1, 1]}}, "picks.colors' must be a list of distinct"),
+    ({"per_dataset": 2, "picks": {"colors": [-1]}}, "picks.colors' must be a list of distinct"),
     ({"per_dataset": True}, "loader_options.per_dataset"),
     ({"seed": "zero"}, "loader_options.seed"),
     ({"per_task": 5}, "loader_options.per_task"),

@@ -10,10 +10,13 @@ command in fixtures/official/README.md):
              lmms_eval/tasks/{chartqa,infovqa,textvqa,ok_vqa,ocrbench,pope,ai2d,scienceqa,textcaps,coco_cap}_suit*/utils.py,
              lmms_eval/api/metrics.py (anls); the parquet read with `datasets` 5.2.0; pycocoevalcap 1.2 (Java 17)
     Tiny     repository OpenGVLab/Multi-Modality-Arena, commit bd2999a3be2bf4539a7e071cf2cfab5822f66417,
-             tiny_lvlm_evaluation/utils/tools.py (VQAEval), sample_dataset.py (the seeded draw), numpy 2.4
+             tiny_lvlm_evaluation/utils/tools.py (VQAEval); sample_dataset.py and
+             bard_RandomSeed20230719_50samples_per_dataset.jsonl at commit dd3839d (the draw that made the
+             released subset; later commits keep 100 entries past Bard's for another benchmark), numpy 2.4
 
     cd /tmp/ref_l && PYTHONPATH=lime:mma/tiny_lvlm_evaluation venv/bin/python \\
-        <repo>/fixtures/official/run_reference_open_ended.py <repo>/fixtures/official out.json
+        <repo>/fixtures/official/run_reference_open_ended.py <repo>/fixtures/official out.json \\
+        mma_dd3839d/tiny_lvlm_evaluation
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pytest
 
 from pytest_mllm.engine.spec import find_spec
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+from pytest_mllm.loaders.vqa import legacy_numpy_choice
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult, compute_results
 from pytest_mllm.sample import BadSample, Sample
@@ -121,7 +125,9 @@ def test_tiny_lvlm_ehub_draws_and_scores_as_the_authors_code(runs: dict[str, Any
     for sample in samples:
         kept.setdefault(sample.task, set()).add(sample.metadata["source_id"])
     assert kept == {name: set(ids) for name, ids in reference["kept"].items()}
-    assert len(kept["IIIT5K"]) == 50
+    assert len(kept["IIIT5K"]) == 50 and len(kept["DocVQA"]) == 50
+    # DocVQA is one Bard answered: its positions of a draw of 52, not the plain draw of 50
+    assert kept["DocVQA"] != {f"DocVQA_{i}" for i in legacy_numpy_choice(60, 50, 20230719)}
     assert {r["id"]: int(bool(r["correct"])) for r in records} == reference["hit"]
     for name, accuracy in reference["report"].items():
         assert result.metrics[f"{name}.accuracy"] == pytest.approx(accuracy), name
