@@ -47,7 +47,8 @@ Deliberate differences from the reference implementations, all documented at the
 
 * captions are tokenised by sacrebleu's 13a tokeniser, lowercased and stripped of punctuation
   tokens, standing in for pycocoevalcap's Java PTB tokeniser (which strips the same punctuation
-  but also splits clitics: "man's" is "man 's" there, one token here);
+  but also splits clitics, "man's" is "man 's" there, writes brackets as "-lrb-", drops quotes and
+  keeps "u.s.a." whole); the BLEU-4 and CIDEr computed from the tokens are pycocoevalcap's exactly;
 * ``relaxed_accuracy`` takes the best over several references (ChartQA has one).
 """
 
