@@ -1,8 +1,10 @@
 """Caption subtasks scored over the whole subtask, as pycocoevalcap scores them (LIME-M's textcaps and
 coco_cap through lmms-eval's `*_aggregation_result`): corpus BLEU-4 and CIDEr-D.
 
-Each caption record carries its tokenised caption and references (`record["caption"]`, written by the
-scorer with `references.caption_tokens`, our stand-in for the PTB tokeniser). From them:
+Each caption record carries its tokenised caption and references and its BLEU counts (`record["caption"]`,
+written by the scorer with `references.caption_tokens`, our stand-in for the PTB tokeniser). From them
+the metrics `captions` (`bleu_4`) and `cider` (`cider`; declared apart: pure Python, about 0.7 s per
+bootstrap resample of 1000 captions, where `bleu_4` pools counts):
 
 * **BLEU-4** (`Bleu(4)`, bleu/bleu_scorer.py, option "closest"): per caption, the n-gram counts (n = 1…4)
   clipped by the most generous reference, and the length of the reference closest to the caption's
@@ -19,6 +21,7 @@ scorer with `references.caption_tokens`, our stand-in for the PTB tokeniser). Fr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from typing import Sequence
@@ -33,32 +36,42 @@ _SMALL, _TINY = 1e-9, 1e-15  # pycocoevalcap's BleuScorer constants
 Caption = tuple[str, Sequence[str]]  # (tokenised caption, tokenised references)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _ngrams(tokens: str) -> Counter[tuple[str, ...]]:
+    """The 1- to 4-gram counts of a tokenised text (cached: never modify the result)."""
     words = tokens.split()
     return Counter(tuple(words[i:i + k]) for k in range(1, ORDER + 1) for i in range(len(words) - k + 1))
 
 
-def corpus_bleu4(captions: Sequence[Caption]) -> float:
-    """pycocoevalcap's corpus BLEU-4 over (caption, references) pairs of tokenised text."""
-    correct, guess = [0] * ORDER, [0] * ORDER
-    caption_length = reference_length = 0
-    for caption, references in captions:
-        length = len(caption.split())
-        most: Counter[tuple[str, ...]] = Counter()
-        for reference in references:
-            most |= _ngrams(reference)
-        for ngram, count in _ngrams(caption).items():
-            correct[len(ngram) - 1] += min(most[ngram], count)
-        for k in range(ORDER):
-            guess[k] += max(0, length - k)
-        caption_length += length
-        reference_length += min((abs(len(r.split()) - length), len(r.split())) for r in references)[1]
+def bleu_counts(caption: str, references: Sequence[str]) -> list[int]:
+    """What one caption adds to the subtask's BLEU: [its length, the closest reference length, matches
+    of orders 1-4 clipped by the most generous reference, candidates of orders 1-4]."""
+    length = len(caption.split())
+    most: Counter[tuple[str, ...]] = Counter()
+    for reference in references:
+        most |= _ngrams(reference)
+    correct = [0] * ORDER
+    for ngram, count in _ngrams(caption).items():
+        correct[len(ngram) - 1] += min(most[ngram], count)
+    closest = min((abs(len(r.split()) - length), len(r.split())) for r in references)[1]
+    return [length, closest, *correct, *(max(0, length - k) for k in range(ORDER))]
+
+
+def bleu4_of_counts(counts: Sequence[Sequence[int]]) -> float:
+    """BLEU-4 of captions from their pooled `bleu_counts`, with pycocoevalcap's constants."""
+    pooled = [sum(column) for column in zip(*counts)]
+    caption_length, reference_length = pooled[0], pooled[1]
     bleu, product = 0.0, 1.0
     for k in range(ORDER):
-        product *= (correct[k] + _TINY) / (guess[k] + _SMALL)
+        product *= (pooled[2 + k] + _TINY) / (pooled[2 + ORDER + k] + _SMALL)
         bleu = product ** (1.0 / (k + 1))
     ratio = (caption_length + _TINY) / (reference_length + _SMALL)
     return bleu * math.exp(1 - 1 / ratio) if ratio < 1 else bleu
+
+
+def corpus_bleu4(captions: Sequence[Caption]) -> float:
+    """pycocoevalcap's corpus BLEU-4 over (caption, references) pairs of tokenised text."""
+    return bleu4_of_counts([bleu_counts(caption, references) for caption, references in captions])
 
 
 def cider_d(captions: Sequence[Caption]) -> float:
@@ -99,10 +112,21 @@ def captions_of(records: Sequence[Record]) -> list[Caption]:
     return [(r["caption"]["caption"], r["caption"]["references"]) for r in records]
 
 
+def subtask_bleu4(records: Sequence[Record]) -> float:
+    """BLEU-4 over caption records, from the counts each carries."""
+    return bleu4_of_counts([r["caption"]["bleu_counts"] for r in records])
+
+
+def is_caption_subtask(scope: ScopeView) -> bool:
+    """A task scope whose scored records are all captions."""
+    return scope.kind == "task" and bool(scope.scored) and all(r.get("caption") for r in scope.scored)
+
+
 def scope_captions(scope: ScopeView) -> Scope:
-    """`bleu_4` and `cider` of a caption subtask (a task scope whose scored records are all captions)."""
-    scored = scope.scored
-    if scope.kind != "task" or not scored or not all(r.get("caption") for r in scored):
-        return {}
-    captions = captions_of(scored)
-    return {"bleu_4": corpus_bleu4(captions), "cider": cider_d(captions)}
+    """`bleu_4` of a caption subtask, over the whole subtask."""
+    return {"bleu_4": subtask_bleu4(scope.scored)} if is_caption_subtask(scope) else {}
+
+
+def scope_cider(scope: ScopeView) -> Scope:
+    """`cider` of a caption subtask, over the whole subtask."""
+    return {"cider": cider_d(captions_of(scope.scored))} if is_caption_subtask(scope) else {}

@@ -59,10 +59,11 @@ def _score_against_references(record: Record, sample: Sample, response: Response
     record.update(response=response.text, parsed=parsed, score=score, correct=correct,
                   status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
     if record["parser"] == "caption_bleu4":  # the subtask's corpus BLEU-4 and CIDEr need the tokens
+        from pytest_mllm.scoring.captions import bleu_counts
         from pytest_mllm.scoring.references import caption_tokens
 
-        record["caption"] = {"caption": caption_tokens(parsed),
-                             "references": [caption_tokens(r) for r in references(sample)]}
+        caption, refs = caption_tokens(parsed), [caption_tokens(r) for r in references(sample)]
+        record["caption"] = {"caption": caption, "references": refs, "bleu_counts": bleu_counts(caption, refs)}
     return record
 
 
