@@ -67,6 +67,9 @@ class Record(_RecordFields, total=False):
     # (`judge/choice_extractor.py`): kind "choice_extraction", status, letter, reply, error. Kept apart
     # from "judge", which holds CEE outcomes of open answers only.
     extraction: dict[str, Any]
+    # A caption scored against references (`caption_bleu4`): its tokenised text and references, from
+    # which a caption subtask's corpus BLEU-4 and CIDEr are computed (`scoring/captions.py`).
+    caption: dict[str, Any]
 
 
 def new_record(*, id: str, benchmark: str, task: str, question: str = "", answer: str = "",

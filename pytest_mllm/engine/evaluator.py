@@ -159,9 +159,11 @@ class Evaluator:
             self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
                                    if r["status"] != "error" and r["parser"] == "choice" and r["parsed"] == UNREADABLE
                                    and s.choices])
-        if self._judge_factory is not None:
+        if self._judge_factory is not None:  # also the answers word matching cannot score (a reference the data
+            # gives as a number stops the authors' VQAEval; their CEE judge reads it)
             self._judge_open([(r, s) for r, (s, _) in zip(records, items)
-                              if s.answer_type == "open" and r.get("word_match") is not None])
+                              if s.answer_type == "open" and r["response"] is not None
+                              and (r.get("word_match") is not None or "vqaeval_stops_at" in s.metadata)])
         return records
 
     def _judge_open(self, pairs: list[tuple[Record, Sample]]) -> None:
@@ -178,7 +180,8 @@ class Evaluator:
             if outcome.status == "judge-error":
                 record.update(status="error", correct=None, error=f"judge error: {outcome.error}")
             else:
-                record.update(correct=outcome.correct, status="correct" if outcome.correct else "incorrect")
+                record.update(correct=outcome.correct, status="correct" if outcome.correct else "incorrect",
+                              error=None)
 
     def _extract_choices(self, pairs: list[tuple[Record, Sample]]) -> None:
         """VLMEvalKit's LLM choice extraction for answers the rules could not read: a letter the judge

@@ -18,8 +18,10 @@ def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
     answered = [r for r in records if r.get("answer_type") == "open" and r.get("word_match") is not None]
     if not answered:
         return {}
-    judged = [r for r in answered if (r.get("judge") or {}).get("status") == "judged"]
-    errors = [r for r in answered if (r.get("judge") or {}).get("status") == "judge-error"]
+    # the judge also rules answers word matching cannot score (a reference given as a number)
+    sent = [r for r in records if r.get("answer_type") == "open" and r.get("judge")]
+    judged = [r for r in sent if r["judge"].get("status") == "judged"]
+    errors = [r for r in sent if r["judge"].get("status") == "judge-error"]
     out: dict[str, Any] = {
         "scoring": "cee" if judged or errors else "word_match",
         "answered": len(answered),
@@ -29,9 +31,11 @@ def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
     }
     if judged:
         cee = [bool(r["judge"]["correct"]) for r in judged]
-        words = [bool(r["word_match"]) for r in judged]
+        paired = [r for r in judged if r.get("word_match") is not None]
         out.update(
-            cee_accuracy=sum(cee) / len(cee), agreement=agreement(cee, words),
+            cee_accuracy=sum(cee) / len(cee),
+            **({"agreement": agreement([bool(r["judge"]["correct"]) for r in paired],
+                                       [bool(r["word_match"]) for r in paired])} if paired else {}),
             splits=dict(sorted(Counter(r["judge"]["split"] for r in judged).items())),
             abstentions=sum(v["verdict"] is None for r in judged for v in r["judge"]["votes"]),
         )
@@ -41,7 +45,7 @@ def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
         out["human"] = {"word_match": {"count": len(labelled),
                                        "agreement": agreement([bool(r["word_match"]) for r in labelled], human),
                                        "kappa": cohen_kappa([bool(r["word_match"]) for r in labelled], human)}}
-        both = [r for r in labelled if r in judged]
+        both = [r for r in judged if r.get("human_label") is not None]
         if both:
             cee_h = [bool(r["judge"]["correct"]) for r in both]
             human_h = [bool(r["human_label"]) for r in both]

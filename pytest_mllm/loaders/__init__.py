@@ -60,7 +60,7 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "mme": (), "mme_results": (), "jsonl": (),
     "tsv": ("split", "task", "task_column", "task_separator", "task_names", "question_type_column"),
     "parquet": ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells"),
-    "vqa": ("per_dataset", "seed"),
+    "vqa": ("per_dataset", "seed", "picks"),
     "shapes": ("images_per_task", "seed"),
     "vrp_shapes": ("sources", "seed"),
 }

@@ -22,16 +22,21 @@ becomes a BadSample.
 LVLM-eHub's ``sample_dataset`` draws them (tiny_lvlm_evaluation/sample_dataset.py): NumPy's
 legacy ``np.random.seed(seed); np.random.choice(len(entries), 50, replace=False)`` per task, the
 task's entries in file order, reproduced in plain Python (`legacy_numpy_choice`); kept in file
-order. A task with no more entries than that keeps them all (NumPy refuses that draw). Not
-reproduced: the authors' later draws for the datasets listed in their
-``bard_RandomSeed20230719_50samples_per_dataset.jsonl``, which skip past Bard's indices.
+order. A task with no more entries than that keeps them all (NumPy refuses that draw).
+``picks: {task: [positions]}``: for these tasks the draw is of max(positions) + 1 entries, of which
+those positions are kept: Tiny LVLM-eHub's draw for the datasets in its
+``bard_RandomSeed20230719_50samples_per_dataset.jsonl`` (the samples Bard answered), as
+``sample_dataset`` made the released subset (commit dd3839d); a task with no more entries than
+that is drawn as the others (the authors' draw would stop there). Not reproduced: the later
+``sample_dataset`` (commit d4447c1 on), which keeps the 100 entries after Bard's for the
+Ability-level benchmark, not Tiny LVLM-eHub's 50.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pytest_mllm.engine.images import ImageError, resolve_inside
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
@@ -39,7 +44,7 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"question_id", "id", "image", "image_path", "question", "answers", "answer", "gt_answers",
            "dataset", "task", "category", "human_label", "metadata"}
-_OPTIONS = {"per_dataset", "seed"}
+_OPTIONS = {"per_dataset", "seed", "picks"}
 
 # Tiny LVLM-eHub's capability groups and their datasets, by the names of the authors' code
 # (tiny_lvlm_evaluation/task_datasets/__init__.py; "ScienceQAIMG" and "WHOOPSVQA" are the
@@ -68,7 +73,7 @@ def capability_group(dataset: str) -> str | None:
 def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of the JSON list `data.file` (relative to the data root), subsampled per task if asked."""
     assert root is not None
-    per_dataset, seed = _options(spec)
+    per_dataset, seed, picks = _options(spec)
     if not spec.data_file:
         raise SpecError(f"{spec.path}: field 'data.file': the vqa loader needs the file name")
     path = resolve_inside(root, spec.data_file)
@@ -92,11 +97,11 @@ def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
         except (ValueError, TypeError, ImageError) as exc:
             sample = BadSample(f"{task}::{source_id}", spec.name, task, f"{path}: entry {number}: {exc}")
         rows.append((task, source_id, sample))
-    keep = _subsample([(task, source_id) for task, source_id, _ in rows], per_dataset, seed)
+    keep = _subsample([(task, source_id) for task, source_id, _ in rows], per_dataset, seed, picks)
     return [sample for i, (_, _, sample) in enumerate(rows) if i in keep]
 
 
-def _options(spec: BenchmarkSpec) -> tuple[int | None, int]:
+def _options(spec: BenchmarkSpec) -> tuple[int | None, int, dict[str, list[int]]]:
     options = dict(spec.loader_options)
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
@@ -108,11 +113,22 @@ def _options(spec: BenchmarkSpec) -> tuple[int | None, int]:
         raise SpecError(f"{spec.path}: field 'loader_options.per_dataset': {per_dataset!r} must be a positive integer")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise SpecError(f"{spec.path}: field 'loader_options.seed': {seed!r} must be an integer")
-    return per_dataset, seed
+    picks = options.get("picks") or {}
+    if picks and per_dataset is None:
+        raise SpecError(f"{spec.path}: field 'loader_options.picks' needs loader_options.per_dataset")
+    if not isinstance(picks, dict):
+        raise SpecError(f"{spec.path}: field 'loader_options.picks' must map task names to lists of positions")
+    for task, positions in picks.items():
+        if (not isinstance(positions, list) or not positions or len(set(positions)) != len(positions)
+                or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in positions)):
+            raise SpecError(f"{spec.path}: field 'loader_options.picks.{task}' must be a list of distinct "
+                            "non-negative integers")
+    return per_dataset, seed, picks
 
 
-def _subsample(rows: list[tuple[str, str]], per_dataset: int | None, seed: int) -> set[int]:
-    """Indices of the rows kept: all, or the `per_dataset` best-ranked of each task."""
+def _subsample(rows: list[tuple[str, str]], per_dataset: int | None, seed: int,
+               picks: dict[str, list[int]]) -> set[int]:
+    """Indices of the rows kept: all, or each task's seeded draw (its `picks` of a longer one)."""
     if per_dataset is None:
         return set(range(len(rows)))
     by_task: dict[str, list[int]] = {}
@@ -120,8 +136,15 @@ def _subsample(rows: list[tuple[str, str]], per_dataset: int | None, seed: int) 
         by_task.setdefault(task, []).append(i)
 
     kept: set[int] = set()
-    for indices in by_task.values():
-        chosen = legacy_numpy_choice(len(indices), per_dataset, seed) if len(indices) > per_dataset else range(len(indices))
+    for task, indices in by_task.items():
+        positions = picks.get(task)
+        if positions and len(indices) > max(positions):
+            drawn = legacy_numpy_choice(len(indices), max(positions) + 1, seed)
+            chosen: Sequence[int] = [drawn[p] for p in positions]
+        elif len(indices) > per_dataset:
+            chosen = legacy_numpy_choice(len(indices), per_dataset, seed)
+        else:
+            chosen = range(len(indices))
         kept.update(indices[k] for k in chosen)
     return kept
 
@@ -161,24 +184,26 @@ def _text(value: Any, field: str) -> str:
 
 
 def _reference(value: Any, field: str) -> str:
-    """A reference answer as written (a number as its text: the authors' VQAEval stops at a number)."""
+    """A reference answer as written (a number as its text, which only the lenient reading uses)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"field {field!r} must be text, not {type(value).__name__}")
     return value if isinstance(value, str) else str(value)
 
 
-def _references(entry: dict[str, Any]) -> list[str]:
+def _references(entry: dict[str, Any]) -> tuple[list[str], int | None]:
+    """The references, and how many of them the authors' VQAEval reads before it stops at a number
+    (None: it reads them all)."""
     given = [name for name in ("answers", "answer", "gt_answers") if entry.get(name) is not None]
     if len(given) != 1:
         raise ValueError("give the reference answer(s) in exactly one of 'answers', 'answer', 'gt_answers'"
                          + (f"; found {', '.join(given)}" if given else ""))
     value = entry[given[0]]
     values = value if isinstance(value, list) else [value]
-    refs = list(dict.fromkeys(_reference(v, given[0]) for v in values))
-    if not refs:
-        raise ValueError(f"field {given[0]!r} holds no reference answer (an empty list), which the reference "
-                         "scores as never right; give at least one")
-    return refs
+    texts = [_reference(v, given[0]) for v in values]
+    first_number = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
+    refs = list(dict.fromkeys(texts))
+    stops_at = None if first_number is None else len(dict.fromkeys(texts[:first_number]))
+    return refs, stops_at
 
 
 def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: str) -> Sample:
@@ -197,7 +222,7 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: s
     if not isinstance(image, str) or not image:
         raise ValueError("field 'image' (or 'image_path') must be a path relative to the data root")
     resolve_inside(root, image)  # raises before the run for a path that escapes the root
-    refs = _references(entry)
+    refs, stops_at = _references(entry)
     label = entry.get("human_label")
     if label is not None and not isinstance(label, bool):
         raise ValueError(f"field 'human_label' must be true or false, not {label!r}")
@@ -208,7 +233,8 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str, source_id: s
     if not isinstance(metadata, dict):
         raise ValueError("field 'metadata' must be a mapping")
     return Sample(
-        id=f"{task}::{source_id}", benchmark=spec.name, task=task, question=question, answer=refs[0],
-        answer_type="open", images=(ImageRef("path", image, root=root),), category=category,
-        metadata={**metadata, "references": refs, "human_label": label, "source_id": source_id},
+        id=f"{task}::{source_id}", benchmark=spec.name, task=task, question=question,
+        answer=refs[0] if refs else "", answer_type="open", images=(ImageRef("path", image, root=root),),
+        category=category, metadata={**metadata, "references": refs, "human_label": label, "source_id": source_id,
+                                     **({"vqaeval_stops_at": stops_at} if stops_at is not None else {})},
     )

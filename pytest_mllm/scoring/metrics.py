@@ -95,6 +95,10 @@ METRICS: list[Metric] = [
     Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench",
            keys=("a_acc", "f_acc", "q_acc")),
     Metric("pope_undefined", "pytest_mllm.scoring.pope:undefined_section", section=True, declarable=False),
+    Metric("captions", "pytest_mllm.scoring.captions:scope_captions", keys=("bleu_4",)),
+    Metric("ocrbench_accuracy", "pytest_mllm.scoring.ocrbench:scope_ocrbench_accuracy", keys=("ocrbench_accuracy",)),
+    Metric("lime_score", "pytest_mllm.scoring.lime_score:scope_lime_score", keys=("lime_score",)),
+    Metric("cider", "pytest_mllm.scoring.captions:scope_cider", keys=("cider",)),
 ]
 
 

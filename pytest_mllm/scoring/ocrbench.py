@@ -35,3 +35,13 @@ def scope_ocrbench(scope: ScopeView) -> Scope:
     """`ocrbench_score`: the questions answered right in the scope (overall: OCRBench's score of 1000)."""
     scored = scope.scored
     return {"ocrbench_score": sum(1 for r in scored if r["correct"])} if scored else {}
+
+
+def scope_ocrbench_accuracy(scope: ScopeView) -> Scope:
+    """`ocrbench_accuracy` of a task scored by OCRBench's matching: the questions right over 1000, whatever
+    the task's size, as lmms-eval's `ocrbench_aggregate_accuracy` returns it (LIME-M's ocrbench subtask
+    of about 1000 questions is reported so)."""
+    scored = scope.scored
+    if scope.kind != "task" or not scored or any(r["parser"] != "ocrbench" for r in scored):
+        return {}
+    return {"ocrbench_accuracy": sum(1 for r in scored if r["correct"]) / 1000}

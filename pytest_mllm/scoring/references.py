@@ -11,8 +11,9 @@ the metric's own).
   it ignoring case, else 0.0; correct at 1.0. LIME-M: ChartQA.
 * ``vqa_match``: the VQA accuracy ("match score") against the human answers; correct at 0.6,
   i.e. two of ten humans gave the answer. LIME-M: TextVQA, OK-VQA.
-* ``caption_bleu4``: sentence BLEU-4 (sacrebleu) against all reference captions, in 0–1;
-  correct at 0.2. LIME-M: COCO Caption, TextCaps (NoCaps in LIME's curation).
+* ``caption_bleu4``: BLEU-4 of the caption against all reference captions as pycocoevalcap
+  scores one caption, in 0–1; correct at 0.2 (a caption subtask's number is its BLEU-4 over all
+  captions, `scoring/captions.py`). LIME-M: COCO Caption, TextCaps (NoCaps in LIME's curation).
 
 The bundled TextVQA, DocVQA, ChartQA and OCRBench specs use scorers that read the whole
 response (not its first line) and accept a TSV answer cell holding a Python list literal:
@@ -33,7 +34,8 @@ read in its mirror kangreen0210/LIME-rebuttal) is a fork of lmms-eval.
   then each of the n human answers contributes min(1, m / 3), m being how many of the other
   n − 1 humans gave the predicted answer, and the n values are averaged. With ten humans of
   whom k gave the prediction that is 0.3, 0.6, 0.9 and 1.0 for k = 1, 2, 3 and ≥ 4.
-  Captions are scored there by corpus-level COCO metrics (BLEU-1…4, METEOR, ROUGE-L, CIDEr).
+  Captions are scored there by corpus-level COCO metrics (BLEU-1…4, METEOR, ROUGE-L, CIDEr):
+  `scoring/captions.py` computes BLEU-4 and CIDEr over a subtask as pycocoevalcap does.
 * **Thresholds.** LIME's curation (``utils/filter_func.py``) counts a model as right on a
   sample when its per-sample score is ``>= threshold``, 1.0 by default; the script's own
   calls pass 0.6 for OK-VQA and 0.2 for NoCaps captions. Hence 1.0 for ANLS and relaxed
@@ -43,10 +45,10 @@ read in its mirror kangreen0210/LIME-rebuttal) is a fork of lmms-eval.
 
 Deliberate differences from the reference implementations, all documented at the function:
 
-* caption BLEU-4 is sacrebleu's, per caption, not pycocoevalcap's (which needs Java for its
-  PTB tokeniser); text is lowercased, tokenised by sacrebleu's 13a tokeniser and stripped of
-  punctuation tokens, as COCO's tokeniser strips them; no smoothing, so a caption sharing no
-  4-gram with any reference (or shorter than 4 words) scores 0, as with COCO's BLEU-4;
+* captions are tokenised by sacrebleu's 13a tokeniser, lowercased and stripped of punctuation
+  tokens, standing in for pycocoevalcap's Java PTB tokeniser (which strips the same punctuation
+  but also splits clitics, "man's" is "man 's" there, writes brackets as "-lrb-", drops quotes and
+  keeps "u.s.a." whole); the BLEU-4 and CIDEr computed from the tokens are pycocoevalcap's exactly;
 * ``relaxed_accuracy`` takes the best over several references (ChartQA has one).
 """
 
@@ -210,32 +212,28 @@ _CAPTION_PUNCTUATION = {"''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-"
                         "--", "...", ";"}
 
 
-def _sacrebleu() -> tuple[Any, Any]:
-    """sacrebleu's BLEU class and 13a tokeniser, or an ImportError that says how to get them."""
+def _tokenizer() -> Any:
+    """sacrebleu's 13a tokeniser, or an ImportError that says how to get it."""
     try:
-        from sacrebleu import BLEU
         from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
     except ImportError:
         raise ImportError("caption BLEU-4 needs sacrebleu: pip install sacrebleu (or pytest-mllm[vrp])") from None
-    return BLEU, Tokenizer13a
+    return Tokenizer13a()
 
 
 def caption_tokens(text: str) -> str:
     """Lowercased, sacrebleu-13a-tokenised caption without punctuation tokens, space-joined."""
-    tokenize = _sacrebleu()[1]()
-    return " ".join(t for t in tokenize(text.lower().strip()).split() if t not in _CAPTION_PUNCTUATION)
+    return " ".join(t for t in _tokenizer()(text.lower().strip()).split() if t not in _CAPTION_PUNCTUATION)
 
 
 def caption_bleu4(answer: str, references: Sequence[str]) -> float:
-    """Sentence BLEU-4 of a caption against all reference captions, in 0–1.
+    """BLEU-4 of one caption against all its reference captions, in 0–1, as pycocoevalcap scores a
+    one-caption corpus (`scoring/captions.py`: clipped n-gram counts, the closest reference length,
+    its 1e-15/1e-9 constants, so a caption sharing no 4-gram scores a few 1e-5 or less, not 0), on
+    `caption_tokens`."""
+    from pytest_mllm.scoring.captions import corpus_bleu4
 
-    sacrebleu's BLEU (n-gram counts clipped by the most generous reference, brevity penalty
-    from the reference closest in length) without smoothing, on `caption_tokens`. Scored as a
-    one-sentence corpus, which gives the same number as sentence scoring without its warning.
-    """
-    bleu = _sacrebleu()[0](tokenize="none", smooth_method="none", max_ngram_order=4)
-    score = bleu.corpus_score([caption_tokens(answer)], [[caption_tokens(r)] for r in references]).score
-    return min(1.0, max(0.0, score / 100))
+    return min(1.0, corpus_bleu4([(caption_tokens(answer), [caption_tokens(r) for r in references])]))
 
 
 # --------------------------------------------------------------------------- VLMEvalKit's VQA scoring

@@ -28,7 +28,8 @@ def score_record(record: Record, sample: Sample, response: Response) -> Record:
 
         try:  # the authors' reading unless the lenient one is named (`parser: word_match_lenient`)
             correct = word_match(response.text, references(sample),
-                                 lenient=WORD_MATCH_PARSERS.get(record["parser"], False))
+                                 lenient=WORD_MATCH_PARSERS.get(record["parser"], False),
+                                 stops_at=sample.metadata.get("vqaeval_stops_at"))
         except ValueError as exc:
             record.update(response=response.text, error=f"bad reference answer: {exc}")
             return record
@@ -57,9 +58,16 @@ def _score_against_references(record: Record, sample: Sample, response: Response
         return record
     record.update(response=response.text, parsed=parsed, score=score, correct=correct,
                   status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+    if record["parser"] == "caption_bleu4":  # the subtask's corpus BLEU-4 and CIDEr need the tokens
+        from pytest_mllm.scoring.captions import bleu_counts
+        from pytest_mllm.scoring.references import caption_tokens
+
+        caption, refs = caption_tokens(parsed), [caption_tokens(r) for r in references(sample)]
+        record["caption"] = {"caption": caption, "references": refs, "bleu_counts": bleu_counts(caption, refs)}
     return record
 
 
 def references(sample: Sample) -> list[str]:
-    """Every accepted answer of an open-ended sample."""
-    return list(sample.metadata.get("references") or [sample.answer])
+    """Every accepted answer of an open-ended sample (an explicit empty list: none)."""
+    given = sample.metadata.get("references")
+    return list(given) if given is not None else [sample.answer]

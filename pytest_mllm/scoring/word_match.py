@@ -25,7 +25,9 @@ An answer matches when some prepared reference is found in the prepared answer b
 ``\\b<reference>\\b``. Its edges follow: ``5`` is found in ``3.5``; ``$3.50`` and ``'twas``
 are never found (``\\b`` cannot sit before a non-word character that follows a space or the
 start); a reference left empty (``""``, ``"the"``, ``"?"``) matches any answer that has a
-word character, as the original scores it (no error).
+word character, as the original scores it (no error); no reference at all (``gt_answers: []``) is
+never right. A reference the data gives as a number stops ``VQAEval`` (``.replace`` of an int): a
+row that no reference before it matches errors, saying the reference cannot score it either.
 
 **Lenient** (``word_match(..., lenient=True)``; parser ``word_match_lenient``), our earlier
 reading, friendlier and not the paper's: case-folded; thousands commas dropped (``1,000`` →
@@ -134,12 +136,22 @@ def _lenient_match(answer: str, refs: list[str]) -> bool:
 # -- the scorer ----------------------------------------------------------------------------------
 
 
-def word_match(answer: str, references: str | Sequence[str], *, lenient: bool = False) -> bool:
+def word_match(answer: str, references: str | Sequence[str], *, lenient: bool = False,
+               stops_at: int | None = None) -> bool:
     """True when some reference is found in `answer`: the authors' reading, or the lenient one.
 
-    The lenient reading raises ValueError when no reference has a word left (a data error); the
-    authors' scores every sample as their ``VQAEval`` does.
+    The lenient reading raises ValueError when no reference has a word left (a data error). The
+    authors' scores a sample as their ``VQAEval`` does: no reference (an empty list) is never right;
+    `stops_at`, the position of a reference the data gave as a number, is where ``VQAEval`` stops with
+    an AttributeError, so a sample no reference before it matches raises ValueError saying so.
     """
+    refs = [references] if isinstance(references, str) else list(references)
     if lenient:
-        return _lenient_match(answer, [references] if isinstance(references, str) else list(references))
-    return vqa_eval_match(answer, references)
+        return _lenient_match(answer, refs)
+    if stops_at is None:
+        return vqa_eval_match(answer, refs)
+    if vqa_eval_match(answer, refs[:stops_at]):
+        return True
+    raise ValueError(f"the reference answer {refs[stops_at]} is a number, where Tiny LVLM-eHub's VQAEval stops "
+                     "(AttributeError: .replace of an int), so the reference cannot score this row either; "
+                     "write it as text")

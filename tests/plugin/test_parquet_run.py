@@ -48,7 +48,10 @@ def test_lime_per_task_scores(pytester: pytest.Pytester, workers: str) -> None:
     assert tasks["textvqa"]["mean_score"] == pytest.approx((1 + 0.6 + 0.3) / 3)  # VQA match
     assert tasks["textcaps"]["mean_score"] == pytest.approx((1 + 0 + CAPTION_ONE_WORD) / 3)  # BLEU-4
     assert scopes["groups"]["infographic_qa"]["count"] == 6
-    assert data["benchmarks"]["lime"]["headline"] == "mean_score"
+    # the subtask's number (the headline): captions by BLEU-4 over the subtask, the rest by the row mean
+    assert data["benchmarks"]["lime"]["headline"] == "lime_score"
+    assert tasks["textcaps"]["lime_score"] == tasks["textcaps"]["bleu_4"] != tasks["textcaps"]["mean_score"]
+    assert tasks["infovqa"]["lime_score"] == tasks["infovqa"]["mean_score"]
 
 
 def test_markers_per_domain_select_tasks(pytester: pytest.Pytester) -> None:

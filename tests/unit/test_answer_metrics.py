@@ -137,20 +137,23 @@ REFS = ["A green circle in the center of a gray picture.", "A small green dot on
 
 
 def test_caption_bleu4_of_known_captions() -> None:
-    assert caption_bleu4("A red square on a white background.", ["A red square on a white background."]) == 1.0
+    # pycocoevalcap's constants: (matches + 1e-15) / (candidates + 1e-9) per order
+    same = caption_bleu4("A red square on a white background.", ["A red square on a white background."])
+    assert same == pytest.approx(1.0, abs=1e-9) and same < 1.0
     # case and punctuation tokens do not count
-    assert caption_bleu4("a red square, on a white background!", ["A red square on a white background."]) == 1.0
+    assert caption_bleu4("a red square, on a white background!", ["A red square on a white background."]) == same
     # one word changed: 6/7, 4/6, 3/5, 2/4 n-gram precisions, equal lengths
     one_word = caption_bleu4("a red square on a white background",
                              ["a red square on a blue background", "a square painted red"])
-    assert one_word == pytest.approx((6 / 35) ** 0.25, rel=1e-12)
+    assert one_word == pytest.approx((6 / 35) ** 0.25, rel=1e-9)
     # one shared 4-gram in 16 words: 6/16 (two "a" clipped), 3/15, 2/14, 1/13
     long = caption_bleu4("a green circle in a field of tall grass under a dark and cloudy night sky", REFS)
-    assert long == pytest.approx((3 / 3640) ** 0.25, rel=1e-12)
+    assert long == pytest.approx((3 / 3640) ** 0.25, rel=1e-9)
     # brevity penalty against the closest reference length (8): e^(1 - 8/4)
-    assert caption_bleu4("a green circle in", REFS) == pytest.approx(2.718281828459045 ** -1, rel=1e-12)
-    assert caption_bleu4("a picture", REFS) == 0.0  # no 3- or 4-grams at all
-    assert caption_bleu4("", REFS) == 0.0
+    assert caption_bleu4("a green circle in", REFS) == pytest.approx(2.718281828459045 ** -1, rel=1e-9)
+    # no 3- or 4-grams at all: not 0 but the constants' (1e-15 / 1e-9) ** (2/4) times the rest
+    assert 0 < caption_bleu4("a picture", REFS) < 1e-6
+    assert caption_bleu4("", REFS) == 0.0  # the brevity penalty exp(1 - 8 / 1e-15)
 
 
 def test_caption_threshold_is_bleu4_of_0_2() -> None:

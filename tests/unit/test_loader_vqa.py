@@ -11,7 +11,7 @@ import pytest
 
 from pytest_mllm.engine.images import load_image
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
-from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, load_vqa
+from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, legacy_numpy_choice, load_vqa
 from pytest_mllm.sample import BadSample, Sample
 
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
@@ -68,7 +68,6 @@ def test_task_defaults_to_the_benchmark_and_id_to_the_row(tmp_path: Path) -> Non
     (entry(9, image=""), "field 'image'"),
     (entry(9, answer=None), "exactly one of"),
     (entry(9, answers=["red"]), "exactly one of 'answers', 'answer', 'gt_answers'; found answers, answer"),
-    (entry(9, answer=None, answers=[]), "holds no reference answer"),
     (entry(9, answer=None, answers=[{"text": "red"}]), "must be text"),
     (entry(9, answer=True), "must be text"),
     (entry(9, question=""), "missing field 'question'"),
@@ -119,6 +118,18 @@ def test_a_reference_left_empty_by_preparation_is_kept_for_the_scorer(tmp_path: 
     assert isinstance(sample, Sample) and sample.metadata["references"] == ["  "]  # VQAEval scores it
 
 
+def test_no_reference_and_numbers_are_kept_for_the_scorer(tmp_path: Path) -> None:
+    """VQAEval scores an empty list (never right) and stops at a number: where, the sample says."""
+    none, number, later = load_vqa(spec(tmp_path), write(tmp_path, [
+        entry(1, answer=None, gt_answers=[]), entry(2, answer=None, gt_answers=1999),
+        entry(3, answer=None, gt_answers=["three", "three", 3, "3", "tres"])]))
+    assert isinstance(none, Sample) and none.metadata["references"] == [] and "vqaeval_stops_at" not in none.metadata
+    assert isinstance(number, Sample) and number.metadata["references"] == ["1999"]
+    assert number.metadata["vqaeval_stops_at"] == 0
+    assert isinstance(later, Sample) and later.metadata["references"] == ["three", "3", "tres"]
+    assert later.metadata["vqaeval_stops_at"] == 1
+
+
 def test_a_rows_chance_does_not_depend_on_other_datasets(tmp_path: Path) -> None:
     rows = [entry(i, "colors" if i % 2 else "shapes") for i in range(20)]
     before = load_vqa(spec(tmp_path, per_dataset=3, seed=7), write(tmp_path, rows))
@@ -136,9 +147,24 @@ def test_bad_rows_take_part_in_subsampling(tmp_path: Path) -> None:
     assert seeds_picking_it  # a broken row is not silently skipped by the sampler
 
 
+def test_picks_keep_positions_of_a_longer_draw(tmp_path: Path) -> None:
+    """Tiny LVLM-eHub's draw for a dataset Bard answered: max + 1 drawn, the listed positions kept; a task
+    with no more entries than that, or not listed, is drawn as usual."""
+    root = write(tmp_path, [entry(i) for i in range(8)] + [entry(i, task="shapes") for i in range(8, 12)])
+    picked = load_vqa(spec(tmp_path, per_dataset=3, seed=5, picks={"colors": [0, 2, 4], "shapes": [0, 5]}), root)
+    drawn = legacy_numpy_choice(8, 5, 5)
+    assert {s.id for s in picked if s.task == "colors"} == {f"colors::q{drawn[p]}" for p in (0, 2, 4)}
+    plain = load_vqa(spec(tmp_path, per_dataset=3, seed=5), root)
+    assert [s.id for s in picked if s.task == "shapes"] == [s.id for s in plain if s.task == "shapes"]
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"per_dataset": 0}, "loader_options.per_dataset"),
     ({"per_dataset": "50"}, "loader_options.per_dataset"),
+    ({"picks": {"colors": [0, 1]}}, "picks' needs loader_options.per_dataset"),
+    ({"per_dataset": 2, "picks": [0, 1]}, "must map task names"),
+    ({"per_dataset": 2, "picks": {"colors": [1, 1]}}, "picks.colors' must be a list of distinct"),
+    ({"per_dataset": 2, "picks": {"colors": [-1]}}, "picks.colors' must be a list of distinct"),
     ({"per_dataset": True}, "loader_options.per_dataset"),
     ({"seed": "zero"}, "loader_options.seed"),
     ({"per_task": 5}, "loader_options.per_task"),

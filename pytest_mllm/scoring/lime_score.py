@@ -1,0 +1,37 @@
+"""`lime_score`: each LIME-M subtask's number as its lmms-eval task reports it, and their mean.
+
+A subtask's number is its caption BLEU-4 over the whole subtask (`scoring/captions.py`), else its
+OCRBench right answers over 1000 (`scoring/ocrbench.py`: lmms-eval's `ocrbench_accuracy`), else its
+mean per-row score (`mean_score`: ANLS, relaxed accuracy, VQA match, accuracy). A group's and the
+overall `lime_score` are the unweighted mean of their subtasks' numbers (LIME-M averages subtask
+scores; its reference code reports the subtasks only).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Sequence
+
+from pytest_mllm.record import Record
+from pytest_mllm.scoring.captions import subtask_bleu4
+from pytest_mllm.scoring.mean_score import mean_score
+from pytest_mllm.scoring.metrics import Scope, ScopeView
+
+
+def subtask_number(records: Sequence[Record]) -> float:
+    """One subtask's number from its scored records, as its lmms-eval task computes it."""
+    if all(r.get("caption") for r in records):
+        return subtask_bleu4(records)
+    if all(r["parser"] == "ocrbench" for r in records):
+        return sum(1 for r in records if r["correct"]) / 1000
+    return mean_score(records)
+
+
+def scope_lime_score(scope: ScopeView) -> Scope:
+    """`lime_score` of the scope: its one subtask's number, or the mean of its subtasks' numbers."""
+    by_task: dict[str, list[Record]] = defaultdict(list)
+    for record in scope.scored:
+        by_task[record["task"]].append(record)
+    numbers = [subtask_number(records) for records in by_task.values()]
+    return {"lime_score": math.fsum(numbers) / len(numbers)} if numbers else {}
