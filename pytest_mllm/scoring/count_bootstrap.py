@@ -24,7 +24,8 @@ from typing import Any, Mapping, Sequence
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import flatten
 
-COUNT_METRICS = frozenset({"accuracy", "accuracy_plus", "pope", "mme_score", "circular", "category"})
+COUNT_METRICS = frozenset({"accuracy", "accuracy_plus", "pope", "pope_undefined", "mme_score", "circular",
+                           "category"})
 
 # The counts per unit and scope, in this column order.
 (ALL, SCORED, CORRECT, PAIRS, PAIRS_RIGHT, TP, FP, FN, YES_NO,
@@ -168,21 +169,23 @@ class CountReplicates:
             scope["accuracy_plus"] = np.where(present & (c[:, PAIRS] > 0), c[:, PAIRS_RIGHT] / c[:, PAIRS], nan)
         if "pope" in self.enabled and kind in ("task", "group", "overall"):
             tp, fp, fn, yes_no = c[:, TP], c[:, FP], c[:, FN], c[:, YES_NO]
-            precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
-            recall = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
-            both = precision + recall
-            f1 = np.where(both != 0, 2 * precision * recall / both, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):  # undefined where a denominator is 0 (`pope`)
+                precision = np.where(tp + fp > 0, tp / (tp + fp), nan)
+                recall = np.where(tp + fn > 0, tp / (tp + fn), nan)
+                f1 = np.where(tp > 0, 2 * precision * recall / (precision + recall), nan)
             has = yes_no > 0
             scope.update({"precision": np.where(has, precision, nan), "recall": np.where(has, recall, nan),
                           "f1": np.where(has, f1, nan), "yes_ratio": np.where(has, (tp + fp) / yes_no, nan)})
             if kind != "task" and parts:
-                total, n = np.zeros(len(c)), np.zeros(len(c))
+                total, n, lost = np.zeros(len(c)), np.zeros(len(c)), np.zeros(len(c), dtype=bool)
                 for part in parts:
-                    part_has = ~np.isnan(part["f1"])
-                    total = total + np.where(part_has, part["f1"], 0.0)
+                    part_has = ~np.isnan(part["yes_ratio"])  # the part holds yes/no answers
+                    part_f1 = ~np.isnan(part["f1"])
+                    total = total + np.where(part_f1, part["f1"], 0.0)
                     n = n + part_has
+                    lost = lost | (part_has & ~part_f1)
                 scope["pooled_f1"] = np.where(has & (n > 0), f1, nan)
-                scope["mean_f1"] = np.where(has & (n > 0), total / n, nan)
+                scope["mean_f1"] = np.where(has & (n > 0) & ~lost, total / np.maximum(n, 1), nan)
         if "circular" in self.enabled:
             asked = present & (c[:, QUESTIONS] + c[:, QUESTION_ERRORS] > 0)
             scope.update({"circular_count": np.where(asked, c[:, QUESTIONS], nan),
