@@ -283,7 +283,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
     choices = tuple((letter, _text(row, letter)) for letter in letters if _text(row, letter))
     if choices:
         answer_type = "choice"  # an answer that is no option's letter is scored, and never right
-    elif answer.lower() in ("yes", "no"):
+    elif answer.strip().lower() in ("yes", "no"):  # "Yes " too: kept as given
         answer_type = "yes_no"
     else:
         answer_type = "open"
