@@ -19,7 +19,8 @@ class OriginalAnswer(TypedDict):
     """With --mllm-prompts: the same sample answered under the benchmark's own prompt."""
 
     prompt: str
-    response: str | None
+    response: str | None  # the model's response, as it gave it
+    read_response: str | None  # the response as the reference's scorer receives it, where that differs (else None)
     parsed: str | None
     correct: bool | None
     status: str
@@ -41,7 +42,8 @@ class _RecordFields(TypedDict):
     category: str | None
     l2_category: str | None
     split: str
-    response: str | None
+    response: str | None  # the model's response, as it gave it
+    read_response: str | None  # the response as the reference's scorer receives it, where that differs (else None)
     parsed: str | None
     correct: bool | None
     status: str  # "correct", "incorrect" or "error"
@@ -78,7 +80,7 @@ def new_record(*, id: str, benchmark: str, task: str, question: str = "", answer
     record: Record = {
         "id": id, "benchmark": benchmark, "task": task, "group": None, "image": "", "question": question,
         "prompt": prompt, "answer": answer, "answer_type": "yes_no", "parser": "exact", "pair_group": None,
-        "category": None, "l2_category": None, "split": "test", "response": None, "parsed": None,
+        "category": None, "l2_category": None, "split": "test", "response": None, "read_response": None, "parsed": None,
         "correct": None, "status": "error", "error": None, "latency_s": None, "model": None, "cached": False,
         "variant": None, "human_label": None, "word_match": None, "judge": None, "score": None,
     }

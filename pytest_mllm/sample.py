@@ -109,6 +109,7 @@ class Response:
     text: str
     latency_s: float = 0.0
     error: str | None = None  # set when this one request failed; its sample errors alone
+    as_read: bool = False  # the text is already what the reference's scorer received (a replayed prediction file)
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from pytest_mllm.echo import clip, excerpt
 from pytest_mllm.engine.cache import ResponseCache, cache_key
@@ -47,6 +47,15 @@ def sample_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
         answer_type=sample.answer_type, parser=parser, pair_group=sample.pair_group, category=sample.category,
         l2_category=sample.l2_category, split=sample.split, variant=sample.metadata.get("vrp"),
         human_label=sample.metadata.get("human_label"))
+
+
+class _Todo(NamedTuple):
+    """A sample left to answer: its record, the tokens it may take, and how its response is read."""
+
+    record: Record
+    sample: Sample
+    max_new_tokens: int
+    through_xlsx: bool  # scored as VLMEvalKit's .xlsx prediction file hands it over (BenchmarkSpec.responses_through_xlsx)
 
 
 LOAD_FAILED = "the model could not be loaded: "
@@ -139,20 +148,20 @@ class Evaluator:
         records = [sample_record(sample, spec,
                                  render_prompt(spec.prompt_template(sample.task, bool(sample.choices)), sample))
                    for sample, spec in items]
-        todo: list[tuple[Record, Sample, int]] = []
+        todo: list[_Todo] = []
         for record, (sample, spec) in zip(records, items):
             record["model"] = self.model_name
-            todo.append((record, sample, self.max_new_tokens or spec.max_new_tokens))
+            todo.append(_Todo(record, sample, self.max_new_tokens or spec.max_new_tokens, spec.responses_through_xlsx))
         keys = self._cache_keys(todo)
         if keys:
             hits = self.cache.get_entries(k for k in keys.values() if k)  # type: ignore[union-attr]
-            for record, sample, _ in todo:
-                key = keys.get(id(record), "")
+            for item in todo:
+                key = keys.get(id(item.record), "")
                 if key in hits:
                     text, took = hits[key]
-                    _score(record, sample, Response(text, latency_s=took or 0.0))
-                    record["cached"] = True
-            todo = [t for t in todo if not t[0]["cached"]]
+                    _score(item, Response(text, latency_s=took or 0.0))
+                    item.record["cached"] = True
+            todo = [t for t in todo if not t.record["cached"]]
         if todo:
             self._answer(todo, keys)
         if self._extractor_factory is not None:
@@ -193,7 +202,7 @@ class Evaluator:
 
         if self._extractor is None:
             self._extractor = self._extractor_factory()  # type: ignore[misc]
-        items = [ChoiceItem(sample.question, sample.choices, record["response"] or "") for record, sample in pairs]
+        items = [ChoiceItem(sample.question, sample.choices, _scored_text(record)) for record, sample in pairs]
         for (record, _), outcome in zip(pairs, self._extractor.extract_many(items)):
             record["extraction"] = outcome.as_record()
             if outcome.status == "error":
@@ -202,12 +211,12 @@ class Evaluator:
                 correct = outcome.letter == record["answer"]
                 record.update(parsed=outcome.letter, correct=correct, status="correct" if correct else "incorrect")
 
-    def _cache_keys(self, todo: list[tuple[Record, Sample, int]]) -> dict[int, str]:
+    def _cache_keys(self, todo: list[_Todo]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""
         if self.cache is None or self.identity is None:
             return {}
         keys: dict[int, str] = {}
-        for record, sample, max_new_tokens in todo:
+        for record, sample, max_new_tokens, _ in todo:
             try:
                 keys[id(record)] = cache_key(self.identity, {**self.settings, "max_new_tokens": max_new_tokens},
                                              record["prompt"], sample)
@@ -215,12 +224,12 @@ class Evaluator:
                 keys[id(record)] = ""
         return keys
 
-    def _answer(self, todo: list[tuple[Record, Sample, int]], keys: dict[int, str]) -> None:
+    def _answer(self, todo: list[_Todo], keys: dict[int, str]) -> None:
         """Load images, generate, score, and store new answers in the cache."""
         try:
             model = self.model
         except ModelLoadError as exc:
-            for record, _, _ in todo:
+            for record, *_ in todo:
                 if self._load_error_shown_by is None:
                     self._load_error_shown_by = f"{record['benchmark']}::{record['id']}"
                     record["error"] = str(exc)
@@ -228,8 +237,9 @@ class Evaluator:
                     record["error"] = f"{NOT_LOADED}{self._load_error_shown_by})"
             return
         requests: list[Request] = []
-        pending: list[tuple[Record, Sample]] = []
-        for record, sample, max_new_tokens in todo:
+        pending: list[_Todo] = []
+        for item in todo:
+            record, sample, max_new_tokens, _ = item
             try:
                 wanted = model.needs_images and not self.withhold_images
                 images = [load_image(ref, self.max_pixels) for ref in sample.images] if wanted else []
@@ -237,32 +247,32 @@ class Evaluator:
                 record["error"] = f"image error: {exc}"
                 continue
             requests.append(Request(sample, record["prompt"], images, max_new_tokens))
-            pending.append((record, sample))
+            pending.append(item)
         if requests:
             self._generate_into(requests, pending)
         if self.cache is not None and keys:
-            done = [(keys[id(r)], r) for r, _ in pending if r["status"] != "error" and keys.get(id(r))]
+            done = [(keys[id(r)], r) for r, *_ in pending if r["status"] != "error" and keys.get(id(r))]
             self.cache.put_many({key: r["response"] for key, r in done}, self.identity or "",
                                 {key: r["latency_s"] for key, r in done})
 
-    def _generate_into(self, requests: list[Request], pending: list[tuple[Record, Sample]]) -> None:
+    def _generate_into(self, requests: list[Request], pending: list[_Todo]) -> None:
         """Generate for all requests; a failing batch is halved and retried, down to one sample."""
         try:
             responses = self._timed_generate(requests)
         except Exception:
             if len(requests) == 1:
-                pending[0][0]["error"] = "model error: " + traceback.format_exc(limit=8)
+                pending[0].record["error"] = "model error: " + traceback.format_exc(limit=8)
                 return
             _release_accelerator_memory()
             half = len(requests) // 2
             self._generate_into(requests[:half], pending[:half])
             self._generate_into(requests[half:], pending[half:])
             return
-        for (record, sample), response in zip(pending, responses):
+        for item, response in zip(pending, responses):
             if response.error is not None:
-                record["error"] = f"model error: {response.error}"
+                item.record["error"] = f"model error: {response.error}"
             else:
-                _score(record, sample, response)
+                _score(item, response)
 
     def _timed_generate(self, requests: list[Request]) -> list[Response]:
         start = time.perf_counter()
@@ -276,15 +286,21 @@ class Evaluator:
         return responses
 
 
-def _score(record: Record, sample: Sample, response: Response) -> None:
+def _score(item: _Todo, response: Response) -> None:
     """`score_record`, with any failure (a response that is not text, a parser's bug) this sample's error."""
     if not isinstance(response.text, str):
-        record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
+        item.record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
         return
     try:
-        score_record(record, sample, response)
+        score_record(item.record, item.sample, response, through_xlsx=item.through_xlsx)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
-        record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {clip(str(exc))}")
+        item.record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {clip(str(exc))}")
+
+
+def _scored_text(record: Record) -> str:
+    """The response as it was scored: as the reference's scorer received it where that differs."""
+    read = record.get("read_response")
+    return read if read is not None else record["response"] or ""
 
 
 def failed_batch_error(exc: BaseException) -> str:

@@ -30,7 +30,11 @@ DEVIATIONS = {
                    "results file's ground truth) are removed, and no column is read as numbers",
     "answer_option_text": "(parquet) an answer cell holding an option's text is that option's letter, not an "
                           "answer no response can match",
+    "responses_as_given": "(VLMEvalKit's benchmarks) a response is scored as the model gave it, not as VLMEvalKit's "
+                          ".xlsx prediction file hands it to its scorer (\"None\", \"NA\", an empty response read "
+                          "as \"nan\"; a carriage return as \"_x000D_\"; cut at 32,767 characters)",
 }
+VLMEVALKIT = "open-compass/VLMEvalKit"
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _COMMENT = re.compile(r"\s#")  # a comment in a subset file: '#' at a line's start or after white space
 
@@ -110,6 +114,12 @@ class BenchmarkSpec:
         if not has_choices and self.open_prompt:
             return self.open_prompt
         return self.task_settings(task).prompt
+
+    @property
+    def responses_through_xlsx(self) -> bool:
+        """Whether responses are scored as VLMEvalKit's .xlsx prediction file hands them to its scorer
+        (`scoring/prediction_cells.py`): a spec whose reference is VLMEvalKit, unless `responses_as_given`."""
+        return self.about.reference_repository == VLMEVALKIT and "responses_as_given" not in self.deviations
 
     def group_of(self, task: str) -> str | None:
         """The first group that lists `task`, if any."""

@@ -14,7 +14,9 @@ Here, with a judge endpoint (``--mllm-judge=openai:MODEL``), every ``choice`` an
 * a reply of Z (or a refusal) → the answer stays "unreadable", wrong (``no_match``);
 * any other reply → stays "unreadable", wrong (``unusable``);
 * a failed call → the sample is an ERROR, never a score (``error``);
-* an empty answer is not asked (nothing to match): stays "unreadable" (``empty``).
+* an empty answer is not asked (nothing to match): stays "unreadable" (``empty``). The answer is the
+  one the rules read: for VLMEvalKit's benchmarks as its .xlsx prediction file hands it over, where an
+  empty response is "nan", asked about as VLMEvalKit asks (`scoring/prediction_cells.py`).
 
 Where we differ from VLMEvalKit, on purpose: it retries an unusable reply up to three times and
 then picks a random option (or Z); at temperature 0 a retry says the same again, and a random

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-# pandas' default missing-value words (pandas._libs.parsers.STR_NA_VALUES), compared exactly
-NA_WORDS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+from pytest_mllm.scoring.prediction_cells import NA_WORDS  # pandas' missing-value words, shared with responses
+
+__all__ = ["NA_WORDS", "read_column"]
+
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _FLOAT = re.compile(r"^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|infinity)\s*$",
                     re.IGNORECASE)

@@ -564,7 +564,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
         answer_type = "choice"
         answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is,
                                 "answer_option_text" in rules.deviations)
-    elif answer.lower() in ("yes", "no") and not references[1:]:
+    elif answer.strip().lower() in ("yes", "no") and not references[1:]:  # "Yes " too: kept as given
         answer_type = "yes_no"
     else:
         answer_type = "open"

@@ -327,7 +327,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
                              "raises IndexError): give the row its options or make its question type open")
     if choices:
         answer_type = "choice"  # an answer that is no option's letter is scored, and never right
-    elif answer.lower() in ("yes", "no"):
+    elif answer.strip().lower() in ("yes", "no"):  # "Yes " too: kept as given
         answer_type = "yes_no"
     else:
         answer_type = "open"

@@ -5,7 +5,9 @@ dataset's rows without `image`, with a `prediction` column. Each row's answer is
 `index`, the TSV `index` our tsv loader keeps as a sample's `source_id`. As VLMEvalKit reads these
 .xlsx and .tsv files back through pandas, an empty cell or one pandas reads as missing ("NA", "None",
 "null", …) is the answer "nan"; JSON strings are kept as written. JSON comes as a list of rows,
-{"columns", "data"} or a mapping of columns.
+{"columns", "data"} or a mapping of columns. These answers are what VLMEvalKit's scorer received, so
+replay marks them read (`Response.as_read`): the .xlsx round trip of live responses
+(`scoring/prediction_cells.py`) is not applied to them again.
 
 lmms-eval's `--log_samples` writes `<date>_samples_<task>.jsonl`, one record per document: `doc_id`
 (the document's position in the task's split), `target`, `filtered_resps` and, when it differs
@@ -25,10 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pytest_mllm.echo import clip
+from pytest_mllm.scoring.prediction_cells import MISSING, NA_WORDS
 
-# the cell texts pandas' readers take as missing by default (VLMEvalKit reads predictions with them)
-PANDAS_MISSING = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-                            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 XLSX_MAGIC = b"PK\x03\x04"  # an .xlsx file is a zip archive
 
 
@@ -74,11 +74,11 @@ def _index_key(value: Any) -> str | None:
 def _pandas_text(value: Any) -> str:
     """A prediction cell as VLMEvalKit sees it after pandas' reading: missing cells become "nan"."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "nan"
+        return MISSING
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     text = str(value)
-    return "nan" if text in PANDAS_MISSING else text
+    return MISSING if text in NA_WORDS else text
 
 
 def _json_text(value: Any) -> str:

@@ -8,7 +8,8 @@ Accepted recordings:
   test id (with or without the benchmark prefix) or the id the benchmark file gives the sample
   (its `id` field or TSV `index`); "prediction" or "text" are accepted for the response;
 - a VLMEvalKit prediction file (`{model}_{dataset}.xlsx`, `.tsv` or `.json`), matched by its
-  `index` column with the TSV's index (`models/predictions.py`);
+  `index` column with the TSV's index (`models/predictions.py`); its answers are what VLMEvalKit's
+  scorer received, so they are not read through the .xlsx round trip again (`Response.as_read`);
 - an lmms-eval `--log_samples` file (`<date>_samples_<task>.jsonl`), matched by `doc_id` with the
   sample's row position in its data file;
 - a folder in MME's official results format, matched by (subtask, image, question).
@@ -63,6 +64,7 @@ class ReplayModel:
         self._row_problems: dict[int, str] = {}  # lmms-eval: doc_id → why its record holds no answer
         self._by_question: dict[tuple[str, str, str], str] = {}
         self._recorded: dict[Any, Recorded] = {}  # the key of `_by_id` or `_by_row` → the row's checkable fields
+        self._as_read: set[Any] = set()  # keys of answers VLMEvalKit's scorer received as they are (its prediction files)
         if path.is_dir():
             try:
                 lines = read_mme_results(path)
@@ -115,6 +117,8 @@ class ReplayModel:
                 self._by_id[key] = answer
         self._row_problems.update(found.problems)
         self._recorded.update(found.recorded)
+        if found.tool == "VLMEvalKit":
+            self._as_read.update(found.answers)
 
     def _read_results(self, path: Path, records: Any) -> None:
         """A --mllm-json file: answers by "benchmark::id", and by the bare id where only one benchmark has it."""
@@ -179,7 +183,9 @@ class ReplayModel:
         responses = []
         for request in requests:
             try:
-                responses.append(Response(self.answer(request.sample)))
+                found = self.key_of(request.sample)
+                responses.append(Response(self.answer(request.sample),
+                                          as_read=found is not None and found[0] is self._by_id and found[1] in self._as_read))
             except MissingPrediction as exc:
                 responses.append(Response("", error=str(exc)))
         return responses

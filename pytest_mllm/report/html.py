@@ -366,6 +366,7 @@ def sample_view(record: Mapping[str, Any]) -> dict[str, Any]:
         "filter_key": f"{record.get('benchmark')}::{record.get('task')}",
         "question": question, "prompt": prompt if prompt and prompt != question else None,
         "answer": record.get("answer"), "response": record.get("response"), "parsed": record.get("parsed"),
+        "read_response": record.get("read_response"),  # the response as the reference's scorer received it
         "status": record.get("status"), "error": record.get("error"),
         "thumbnail": safe_thumbnail(record.get("thumbnail")),
     }

@@ -15,7 +15,8 @@ are named after their metric:
 The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
 ``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``) read the whole response too, and
 a TSV answer cell holding a Python list literal as its items (`references.LIST_LITERAL_CELLS`). ``yes_no_vlmevalkit`` is
-VLMEvalKit's yes/no reading (HallusionBench).
+VLMEvalKit's yes/no reading (HallusionBench), in its words ("Yes", "No", "Unknown"), compared with the answer
+cell exactly.
 """
 
 from __future__ import annotations
@@ -78,15 +79,17 @@ def pope(response: str, sample: Sample | None = None) -> str:
 
 
 def yes_no_vlmevalkit(response: str, sample: Sample | None = None) -> str:
-    """VLMEvalKit's yes/no reading (HallusionBench, exact matching): the response lowercased, its
-    punctuation treated as for TextVQA, split into words; "yes" without "no" is yes, "no" without
-    "yes" is no, anything else (both, neither) is other."""
+    """VLMEvalKit's yes/no reading (`YOrN_Extraction`; HallusionBench, exact matching): the response
+    lowercased, its punctuation treated as for TextVQA, split into words; "yes" without "no" is "Yes",
+    "no" without "yes" is "No", anything else (both, neither) is "Unknown". Its words, as the
+    reference compares them with the answer cell exactly (`normalize_answer` keeps that cell as given:
+    an answer "yes" or "Yes " is never right there)."""
     words = vlmevalkit_punctuation(response.lower()).split()
     if "yes" in words and "no" not in words:
-        return "yes"
+        return "Yes"
     if "no" in words and "yes" not in words:
-        return "no"
-    return OTHER
+        return "No"
+    return "Unknown"
 
 
 UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
@@ -278,8 +281,8 @@ def normalize_answer(answer: str, parser_name: str) -> str:
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)
-    if parser_name == "code_bleu4":
-        return answer
+    if parser_name in ("code_bleu4", "yes_no_vlmevalkit"):
+        return answer  # compared exactly, as given
     if parser_name == "mmmu":
         return answer.strip()  # an option letter as given, or the open answer MMMU's matching reads
     if parser_name in WORD_MATCH_PARSERS:

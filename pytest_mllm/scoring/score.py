@@ -8,26 +8,35 @@ from __future__ import annotations
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Response, Sample
 from pytest_mllm.scoring.parsers import SCORED_PARSERS, WORD_MATCH_PARSERS, get_parser
+from pytest_mllm.scoring.prediction_cells import read_back
 
 
-def score_record(record: Record, sample: Sample, response: Response) -> Record:
-    """Parse the response and set the verdict (open answers: word matching until a judge rules)."""
-    parsed = get_parser(record["parser"])(response.text, sample)
+def score_record(record: Record, sample: Sample, response: Response, *, through_xlsx: bool = False) -> Record:
+    """Parse the response and set the verdict (open answers: word matching until a judge rules).
+
+    `through_xlsx`: the response is scored as VLMEvalKit's .xlsx prediction file hands it to its scorer
+    (`prediction_cells.read_back`), unless it was read so already (`response.as_read`); the record keeps
+    the response as given and shows the read one where it differs (`read_response`)."""
+    text = response.text
+    if through_xlsx and not response.as_read:
+        text = read_back(response.text)
+        record["read_response"] = text if text != response.text else None
+    parsed = get_parser(record["parser"])(text, sample)
     if record["parser"] in SCORED_PARSERS:
         return _score_against_references(record, sample, response, parsed)
     if record["parser"] == "mmmu":  # MMMU's own verdict: its option reading, or its open-answer matching
         from pytest_mllm.scoring.mmmu import verdict
 
-        correct = verdict(response.text, sample)[1]
+        correct = verdict(text, sample)[1]
     elif record["parser"] == "code_bleu4":  # VRPTEST's relaxed accuracy for code answers
         from pytest_mllm.scoring.code_match import relaxed_code_match
 
-        correct = relaxed_code_match(response.text, sample.answer)
+        correct = relaxed_code_match(text, sample.answer)
     elif sample.answer_type == "open" or record["parser"] in WORD_MATCH_PARSERS:
         from pytest_mllm.scoring.word_match import word_match
 
         try:  # the authors' reading unless the lenient one is named (`parser: word_match_lenient`)
-            correct = word_match(response.text, references(sample),
+            correct = word_match(text, references(sample),
                                  lenient=WORD_MATCH_PARSERS.get(record["parser"], False),
                                  stops_at=sample.metadata.get("vqaeval_stops_at"))
         except ValueError as exc:

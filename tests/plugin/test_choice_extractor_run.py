@@ -22,7 +22,8 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mmbench_circular"
 ARGS = ("-p", "no:cacheprovider", "--mllm-bench=mmbench", f"--mllm-data={FIXTURE}",
         f"--mllm=replay:{FIXTURE / 'responses.jsonl'}", "--mllm-judge=openai:judge-model", "--mllm-max-retries=0")
 
-# The fixture's unreadable answers → what the judge replies (the empty answer of dev::116 is never asked).
+# The fixture's unreadable answers → what the judge replies. The empty answer of dev::116 is "nan" as
+# VLMEvalKit's .xlsx prediction file hands it over, and asked about as VLMEvalKit asks.
 REPLIES = {
     "A and B": "Z",                  # dev::1000103 (right: A): no single option → stays unreadable
     "B or C": "B or C",              # dev::104 (right: B): an unusable reply → stays unreadable
@@ -30,6 +31,7 @@ REPLIES = {
     "dark red": "B",                 # dev::109 (right: B): right
     "none": "C",                     # dev::2000114 (right: D, "one"): the judge picks C, "none": wrong
     "d": "D",                        # dev::3000117 (right: D): right
+    "nan": "Z",                      # dev::116 (empty, read "nan"): no option → stays unreadable
 }
 EXTRACTED = {"dev::107": "A", "dev::109": "B", "dev::2000114": "C", "dev::3000117": "D"}
 
@@ -65,7 +67,7 @@ def test_unreadable_answers_are_extracted_and_replayed_from_the_cache(pytester: 
     result, data = _run(pytester, judge.base_url, f"--mllm-html={html}")
     assert result.ret == pytest.ExitCode.OK  # a wrong answer is reported ("i"), not a failed test
     asked = sorted(_answer_of(r["body"]) for r in judge.requests)
-    assert asked == sorted(REPLIES) and judge.calls == 6  # one call per unreadable, non-empty answer
+    assert asked == sorted(REPLIES) and judge.calls == 7  # one call per unreadable answer
     assert {r["body"]["temperature"] for r in judge.requests} == {0.0}
     assert {r["body"]["model"] for r in judge.requests} == {"judge-model"}
     records = {r["id"]: r for r in data["records"]}
@@ -76,7 +78,8 @@ def test_unreadable_answers_are_extracted_and_replayed_from_the_cache(pytester: 
     assert records["dev::1000103"]["extraction"]["status"] == "no_match"
     assert records["dev::104"]["extraction"] == {"kind": "choice_extraction", "status": "unusable", "letter": None,
                                                  "reply": "B or C", "error": None}
-    assert records["dev::116"]["extraction"]["status"] == "empty"
+    assert records["dev::116"]["extraction"]["status"] == "no_match"
+    assert (records["dev::116"]["response"], records["dev::116"]["read_response"]) == ("", "nan")
     for sample_id in ("dev::1000103", "dev::104", "dev::116"):
         assert records[sample_id]["parsed"] == "unreadable" and records[sample_id]["status"] == "incorrect"
     readable = [r for r in data["records"] if "extraction" not in r]

@@ -186,9 +186,9 @@ ANSWERS = {"dev::101": "A",               # readable: never sent
            "dev::107": "A is my choice because the object sits on the left side of the frame",  # Z → unreadable
            "dev::109": "dark red",        # the call fails → error
            "dev::2000114": "none",        # an unusable reply → unreadable
-           "dev::116": ""}                # empty: not asked, unreadable
+           "dev::116": ""}                # empty: "nan" as VLMEvalKit's .xlsx hands it over, asked, unreadable
 JUDGE = {"A and B": "A", "B or C": "C", "A is my choice because the object sits on the left side of the frame": "Z",
-         "none": "I would say none of them"}
+         "none": "I would say none of them", "nan": "Z"}
 
 
 def _evaluate(extractor_factory: Any) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def _evaluate(extractor_factory: Any) -> dict[str, Any]:
 def test_the_evaluator_lets_a_letter_decide_and_a_failed_call_error() -> None:
     client = FakeClient(lambda prompt: JUDGE.get(prompt.rsplit("Answer: ", 1)[1].removesuffix("\nLetter:")))
     records = _evaluate(lambda: ChoiceExtractor(client, "judge"))
-    assert client.calls[0]["n"] == 5 and len(client.calls) == 1
+    assert client.calls[0]["n"] == 6 and len(client.calls) == 1
     assert "extraction" not in records["dev::101"] and records["dev::101"]["parsed"] == "A"
     got = {i: (r["parsed"], r["status"], r["correct"], (r.get("extraction") or {}).get("status"))
            for i, r in records.items() if i != "dev::101"}
@@ -211,7 +211,7 @@ def test_the_evaluator_lets_a_letter_decide_and_a_failed_call_error() -> None:
                    "dev::107": ("unreadable", "incorrect", False, "no_match"),
                    "dev::109": ("unreadable", "error", None, "error"),
                    "dev::2000114": ("unreadable", "incorrect", False, "unusable"),
-                   "dev::116": ("unreadable", "incorrect", False, "empty")}
+                   "dev::116": ("unreadable", "incorrect", False, "no_match")}
     assert records["dev::109"]["error"] == "choice extraction error: RuntimeError: HTTP 500"
     assert records["dev::104"]["extraction"] == {"kind": "choice_extraction", "status": "extracted", "letter": "C",
                                                  "reply": "C", "error": None}

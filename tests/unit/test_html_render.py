@@ -73,6 +73,13 @@ def test_model_and_data_text_is_escaped(tmp_path: Path) -> None:
     assert "prompts file" in html and "&lt;i&gt;p.yaml&lt;/i&gt;" in html
 
 
+def test_a_response_read_otherwise_for_scoring_is_shown_beside_it_escaped(tmp_path: Path) -> None:
+    wrong = record("x", "incorrect", response="B\r\n", parsed="unreadable")
+    wrong["read_response"] = "B_x000D_<b>"
+    html = html_of(document([wrong, record("a", "incorrect", response="A")]), tmp_path)
+    assert html.count("as scored") == 1 and "B_x000D_&lt;b&gt;" in html
+
+
 def test_sections_appear_only_when_their_data_exists(tmp_path: Path) -> None:
     quiet = html_of(document([record("a", "correct")]), tmp_path)
     assert 'id="run"' in quiet and 'id="scores"' in quiet

@@ -4,7 +4,9 @@
 the real files' awkward ones (list-looking answers, one-element list answers, word answers, cells with
 spaces and tabs, "None"/"NA"/"nan" options, numeric option columns, a subtask shared by two meta-tasks,
 a byte-order mark; HallusionBench's figure and question groups with a missing or "nan" l2-category and
-a category with a trailing space, yes/no responses read either way; TextVQA's ten-answer list text with
+a category with a trailing space, answer cells "yes" and "Yes " that the reference compares exactly, yes/no
+responses read either way; responses the reference's .xlsx prediction file changes ("None", "N/A" read as
+"nan", a carriage return as "_x000D_") in every family; TextVQA's ten-answer list text with
 quotes, NaN-like words, number words and an empty answer; a SEED-Bench parquet release in two files
 whose option columns are numbers in one file only), written both ways, with recorded answers. Expected
 numbers: VLMEvalKit's own evaluation run on the TSVs (`fixtures/official/reference_scores.json`):
@@ -15,8 +17,10 @@ vlmeval/dataset/image_yorn.py (ImageYORNDataset.evaluate, judge exact_matching) 
 vlmeval/dataset/utils/yorn.py (YOrN_Extraction, Hallusion_rating),
 vlmeval/dataset/utils/{vqa_eval,multiple_choice}.py (process_line, hit_calculate: VQA score, ANLS,
 relaxed accuracy), vlmeval/utils/matching_util.py (can_infer), vlmeval/smp/file.py (load: pandas
-read_csv); `list_cells`: those metrics on list-looking answer cells ("[1/2]", "[2*3, 'a']", …), which
-the reference `eval`s. Command in fixtures/official/README.md:
+read_csv; dump: the predictions written to .xlsx through xlsxwriter and read back with read_excel, as
+every evaluation there reads them); `list_cells`: those metrics on list-looking answer cells ("[1/2]",
+"[2*3, 'a']", …), which the reference `eval`s; `response_probes`: responses ("None", "03", "a\r\nb",
+"mailto:…", 40,000 characters, …) as that .xlsx round trip hands them to the scorers. Command in fixtures/official/README.md:
 `cd /tmp/ref_v/src && PYTHONPATH=. ../venv/bin/python <repo>/fixtures/official/run_reference.py
 <repo>/fixtures/official <repo>/fixtures/official/reference_scores.json`.
 
@@ -43,7 +47,7 @@ pytest.importorskip("pyarrow")
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
 REFERENCE = json.loads((FIXTURES / "reference_scores.json").read_text(encoding="utf-8"))
-BENCHMARKS = sorted(name for name in REFERENCE if name != "list_cells")
+BENCHMARKS = sorted(name for name in REFERENCE if name not in ("list_cells", "response_probes"))
 LAYOUTS = {name: ("", "_parquet") if (FIXTURES / f"{name}_parquet").is_dir() else ("",) for name in BENCHMARKS}
 PAIRED = [name for name in BENCHMARKS if len(LAYOUTS[name]) == 2]  # MMBench has no parquet release
 CASES = [(name, layout) for name in BENCHMARKS for layout in LAYOUTS[name]]
@@ -249,3 +253,88 @@ def test_answer_option_text_reads_word_answers_as_their_option(tmp_path: Path, r
     assert [r["answer"] for r in _by_row(records)][:2] == ["A", "B"]
     assert REFERENCE["realworldqa"]["report"]["Overall"][0] == runs["realworldqa_parquet"][1].metrics["accuracy"] == 0.4
     assert friendly.metrics["accuracy"] == 0.8  # the answer "B" whose option is "None" stays unanswerable
+
+
+def _probe_text(case: dict[str, Any]) -> str:
+    prefix, filler, times, suffix = case.get("repeat") or (case["response"], "", 0, "")
+    return prefix + filler * times + suffix
+
+
+def test_responses_are_read_as_the_reference_reads_its_xlsx_prediction_file() -> None:
+    """Every probe response, read back by `read_back`, is what VLMEvalKit's dump to .xlsx and load hand
+    its scorers (missing-value words and an empty response "nan"; whitespace, numbers, "True" kept; control
+    characters as Excel escapes; links as xlsxwriter writes them; cut at 32,767 UTF-16 units)."""
+    import hashlib
+
+    from pytest_mllm.scoring.prediction_cells import read_back
+
+    probes = REFERENCE["response_probes"]["responses"]
+    for case in probes:
+        read = read_back(_probe_text(case))
+        if "read" in case:
+            assert read == case["read"], case["response"]
+        else:
+            assert (len(read), hashlib.sha256(read.encode("utf-8")).hexdigest()) == \
+                (case["read_length"], case["read_sha256"]), case["repeat"][1:3]
+    # the one reading not reproduced: a column whose every response is a number (or true/false) is typed
+    # as a whole, so one response alone is kept as text ("03" stays "03"; among text, as there)
+    typed = REFERENCE["response_probes"]["columns"][0]
+    assert typed["read"][0] == "3.0" and read_back(typed["column"][0]) == "03"
+    assert next(c["read"] for c in probes if c.get("response") == "03") == "03"
+
+
+def test_records_keep_the_response_and_show_what_the_reference_scored(runs: dict[str, Any]) -> None:
+    """A live response is scored as the reference's .xlsx gives it; the record keeps it as given."""
+    records = _by_row(runs["textvqa"][0])
+    assert (records[-1]["response"], records[-1]["read_response"], records[-1]["score"]) == ("None", "nan", 0.9)
+    assert records[0]["read_response"] is None  # read back unchanged
+    seed = _by_row(runs["seedbench_parquet"][0])[-1]
+    assert (seed["response"], seed["read_response"], seed["correct"]) == ("B\r\n", "B_x000D_\n", False)
+
+
+def test_responses_as_given_scores_the_live_text(tmp_path: Path, runs: dict[str, Any]) -> None:
+    """The deviation `responses_as_given`: "None" against humans saying "none" is right, "B\\r\\n" reads B."""
+    for name, friendlier in (("textvqa", 1.0), ("seedbench_parquet", True)):
+        spec = find_spec(name)
+        text = spec.read_text(encoding="utf-8").replace(f"name: {name}\n", f"name: {name}_as_given\n")
+        (tmp_path / f"{name}.yaml").write_text(text + "deviations: [responses_as_given]\n", encoding="utf-8")
+        records, result = run(name, spec_path=tmp_path / f"{name}.yaml")
+        last = _by_row(records)[-1]
+        assert last["read_response"] is None
+        assert (last["score"] if name == "textvqa" else last["correct"]) == friendlier
+        assert results_document({result.spec.name: result}, [], {})["benchmarks"][result.spec.name]["deviations"] \
+            == ["responses_as_given"]
+
+
+def test_hallusionbench_answer_cells_are_compared_exactly(runs: dict[str, Any]) -> None:
+    """Answer cells "yes" and "Yes " are never right, as VLMEvalKit's `answer == extracted` has it."""
+    for layout in ("hallusionbench", "hallusionbench_parquet"):
+        by_answer = {r["answer"]: r for r in _by_row(runs[layout][0])[-4:]}
+        assert by_answer["yes"]["parsed"] == "Yes" and by_answer["yes"]["correct"] is False, layout
+        assert by_answer["Yes "]["parsed"] == "Yes" and by_answer["Yes "]["correct"] is False, layout
+        assert [r["parsed"] for r in _by_row(runs[layout][0])] == REFERENCE["hallusionbench"]["extracted"], layout
+
+
+def test_replayed_vlmevalkit_predictions_are_not_read_twice(tmp_path: Path) -> None:
+    """A VLMEvalKit prediction file holds what its scorer read (here JSON, whose strings it keeps): replayed,
+    each answer is scored as it is, never read through the .xlsx round trip again; a JSON Lines recording of
+    live responses is read through it."""
+    from pytest_mllm.engine.evaluator import sample_record
+    from pytest_mllm.models.replay import ReplayModel
+    from pytest_mllm.sample import Request
+    from pytest_mllm.scoring.score import score_record
+
+    spec = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off")).spec(find_spec("textvqa"))
+    samples = [Sample(id=str(i), benchmark="textvqa", task="val", question="q", answer="none", answer_type="open",
+                      metadata={"source_id": str(i)}) for i in (0, 1)]
+    predictions = tmp_path / "model_TextVQA_VAL.json"
+    predictions.write_text(json.dumps([{"index": 0, "prediction": "None"}, {"index": 1, "prediction": "a\rb"}]))
+    live = tmp_path / "live.jsonl"
+    live.write_text("".join(json.dumps({"id": str(i), "response": r}) + "\n" for i, r in enumerate(["None", "a\rb"])))
+    for path, as_read, scored in ((predictions, True, [None, None]), (live, False, ["nan", "a_x000D_b"])):
+        responses = ReplayModel(path).generate([Request(sample, "q", [], 8) for sample in samples])
+        assert [(r.text, r.as_read) for r in responses] == [("None", as_read), ("a\rb", as_read)]
+        records = [score_record(sample_record(sample, spec, "q"), sample, response, through_xlsx=True)
+                   for sample, response in zip(samples, responses)]
+        assert [r["read_response"] for r in records] == scored
+        assert [r["response"] for r in records] == ["None", "a\rb"]

@@ -103,17 +103,16 @@ def test_list_literal_reads_answer_cells_safely() -> None:
 
 
 @pytest.mark.parametrize(("response", "read"), [
-    ("Yes", "yes"), ("No, it is not.", "no"), ("Yes and no", "other"), ("I cannot tell", "other"),
-    ("The answer is yes.", "yes"), ("NO.", "no"), ("yes/no", "other"), ("Yesterday", "other"),
+    ("Yes", "Yes"), ("No, it is not.", "No"), ("Yes and no", "Unknown"), ("I cannot tell", "Unknown"),
+    ("The answer is yes.", "Yes"), ("NO.", "No"), ("yes/no", "Unknown"), ("Yesterday", "Unknown"),
 ])
 def test_yes_no_vlmevalkit(response: str, read: str) -> None:
     assert yes_no_vlmevalkit(response) == read
 
 
 def test_yes_no_vlmevalkit_equals_reference_on_fixture() -> None:
-    words = {"Yes": "yes", "No": "no", "Unknown": "other"}
     for index, _, response in _rows("hallusionbench", "HallusionBench.tsv"):
-        assert yes_no_vlmevalkit(response) == words[REFERENCE["HallusionBench_extracted"][index]], index
+        assert yes_no_vlmevalkit(response) == REFERENCE["HallusionBench_extracted"][index], index
 
 
 def _record(index: str, l2: str, correct: bool, status: str = "") -> dict:
