@@ -14,7 +14,7 @@
    decoding, prompt and chat template, processor, `generate(do_sample=False)`, decode; the
    peak GPU memory of each pass is recorded.
 3. Plugin: `pytest --mllm=hf:<folder> --mllm-bench=shapes --mllm-batch-size=B --mllm-dtype=…
-   --mllm-cache=off`, all 360 samples and then `-k` one sample. Three figures of plugin s/sample:
+   --mllm-cache=off`, all 360 samples and then `-k` one sample. Plugin s/sample, three ways:
    - in-process (the one the goal is judged on): a plugin loaded with `-p` (scripts/perf's window
      plugin) times, inside the 360-sample run, from the end of the first batch's B tests to the end
      of the last test, per sample after the first batch; the raw loop's figure is its pass minus
