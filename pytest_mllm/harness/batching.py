@@ -85,11 +85,10 @@ class Batcher:
         same generation length: `same_length`), looking `past` as many tests already under way."""
         if want <= 0:
             return []
-        indices = queued_indices(self.config, want + past)
+        queued = queued_indices(self.config, want + past)
         items = item.session.items
-        if indices is None:
-            start = self._positions.get(item.nodeid, len(items))
-            indices = list(range(start + 1, len(items)))
+        # outside xdist: the rest of the collection, walked only as far as the batch needs (no list of it)
+        indices = queued if queued is not None else range(self._positions.get(item.nodeid, len(items)) + 1, len(items))
         upcoming: list[SampleItem] = []
         for index in indices:
             other = items[index]

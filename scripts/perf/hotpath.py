@@ -230,8 +230,8 @@ def floor_worker(folder: Path) -> int:
 
 
 WINDOW_PLUGIN = '''"""Loaded into figure a's plugin runs with -p by scripts/perf.py: in the process, the time from
-the end of the first batch's tests to the end of the last test, and the session finish's time (scores,
-results JSON, terminal summary)."""
+the end of the first batch's tests to the end of the last test (wall, and this process's CPU time), and
+the session finish's time (scores, results JSON, terminal summary)."""
 
 import json
 import os
@@ -244,9 +244,9 @@ _state = {{"tests": 0}}
 
 def pytest_runtest_logfinish(nodeid, location):
     _state["tests"] += 1
-    _state["last"] = time.perf_counter()
-    if _state["tests"] == {batch}:
-        _state["start"] = _state["last"]
+    _state["last"], _state["last_cpu"] = time.perf_counter(), time.process_time()
+    if _state["tests"] == int(os.environ.get("{batch_variable}", {batch})):
+        _state["start"], _state["start_cpu"] = _state["last"], _state["last_cpu"]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -255,20 +255,22 @@ def pytest_sessionfinish(session):
     result = yield
     if "start" in _state:
         window = {{"window_s": _state["last"] - _state["start"], "finish_s": time.perf_counter() - begin,
-                  "tests": _state["tests"]}}
+                  "window_cpu_s": _state["last_cpu"] - _state["start_cpu"], "tests": _state["tests"]}}
         with open(os.environ["{variable}"], "w", encoding="utf-8") as out:
             json.dump(window, out)
     return result
 '''
 WINDOW_MODULE = "perf_window"
 WINDOW_VARIABLE = "PERF_WINDOW_FILE"
+WINDOW_BATCH_VARIABLE = "PERF_WINDOW_BATCH"  # the first batch's size, where a run's differs from BATCH_SIZE
 
 
 def install_window_plugin(root: Path, env: dict[str, str]) -> None:
     """Write figure a's window plugin under `root`, importable by the runs (it writes `root`/window.json)."""
     folder = root / "perf_plugins"
     folder.mkdir(exist_ok=True)
-    (folder / f"{WINDOW_MODULE}.py").write_text(WINDOW_PLUGIN.format(batch=BATCH_SIZE, variable=WINDOW_VARIABLE),
+    (folder / f"{WINDOW_MODULE}.py").write_text(WINDOW_PLUGIN.format(batch=BATCH_SIZE, variable=WINDOW_VARIABLE,
+                                                                     batch_variable=WINDOW_BATCH_VARIABLE),
                                                  encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
     env[WINDOW_VARIABLE] = str(root / "window.json")
@@ -284,7 +286,7 @@ def window_of(window_file: Path, tests: int) -> Callable[[], dict[str, Any]]:
         window_file.unlink()
         if window["tests"] != tests:
             raise PerfError(f"the window plugin saw {window['tests']} tests, expected {tests}")
-        return {"window_s": window["window_s"], "finish_s": window["finish_s"]}
+        return {"window_s": window["window_s"], "finish_s": window["finish_s"], "window_cpu_s": window["window_cpu_s"]}
     return read
 
 
