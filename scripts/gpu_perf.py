@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-xdist", action="store_true", help="skip the -n auto comparison")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.batch_sizes.split(",")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    path = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)]))  # an installed package first
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         folder = work / args.model
