@@ -36,6 +36,7 @@ Runs alternate within each repetition (raw, plugin, plugin-one; the next repetit
 Without a GPU, `--model tiny --device cpu --dtype fp32` exercises the same code on CPU.
 """
 
+# ruff: noqa: B023  (each repetition's steps are closures called within the iteration that defines them)
 from __future__ import annotations
 
 import argparse

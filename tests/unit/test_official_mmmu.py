@@ -32,11 +32,12 @@ from typing import Any
 import pytest
 
 from pytest_mllm.engine.spec import SpecError, find_spec
-from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
+from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring import mmmu
+
+from official_runs import replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -58,15 +59,8 @@ LETTERS_DIFFER = {"validation_Art_Theory_1", "validation_Art_Theory_6", "validat
 def run(spec_name: str, spec_path: Path | None = None, folder: Path | None = None,
         answers: str = "responses.jsonl") -> tuple[list[Record], BenchmarkResult, list[Sample]]:
     folder = folder or FIXTURES / FOLDER[spec_name]
-    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / answers}", cache_mode="off",
-                                               data={"": str(folder)}))
-    spec = evaluation.spec(spec_path or find_spec(spec_name))
-    samples = evaluation.samples_for(spec)
-    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
-    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
-    for order, record in enumerate(records):
-        record["order"] = order
-    return records, compute_results({spec.name: spec}, records)[spec.name], [s for s in samples if isinstance(s, Sample)]
+    done = replay_run(spec_name, folder, folder / answers, spec_path)
+    return done.records, done.result, [s for s in done.samples if isinstance(s, Sample)]
 
 
 @pytest.fixture(scope="module")

@@ -27,13 +27,13 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.engine.spec import find_spec
-from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.loaders.vqa import legacy_numpy_choice
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.metrics import scope_metrics
-from pytest_mllm.report.results import BenchmarkResult, compute_results
+from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.sample import BadSample, Sample
+
+from official_runs import replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -44,15 +44,7 @@ CAPTIONS = ("textcaps", "coco_cap")
 
 def run(spec_name: str, folder: Path, answers: Path | None = None
         ) -> tuple[list[Sample | BadSample], list[Record], BenchmarkResult]:
-    evaluation = Evaluation(EvaluationSettings(model=f"replay:{answers or folder / 'responses.jsonl'}", cache_mode="off",
-                                               data={"": str(folder)}))
-    spec = evaluation.spec(find_spec(spec_name))
-    samples = evaluation.samples_for(spec)
-    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
-    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
-    for order, record in enumerate(records):
-        record["order"] = order
-    return samples, records, compute_results({spec.name: spec}, records)[spec.name]
+    return tuple(replay_run(spec_name, folder, answers))  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")

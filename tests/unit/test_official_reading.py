@@ -40,8 +40,10 @@ import pytest
 from pytest_mllm.engine.spec import find_spec
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
+from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.sample import Sample
+
+from official_runs import replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -56,16 +58,8 @@ VQA_THRESHOLD = {"chartqa": 1.0, "docvqa": 0.5, "textvqa": 0.6}  # the reference
 
 
 def run(spec_name: str, *, spec_path: Path | None = None) -> tuple[list[Record], BenchmarkResult]:
-    folder = FIXTURES / spec_name
-    evaluation = Evaluation(EvaluationSettings(model=f"replay:{folder / 'responses.jsonl'}", cache_mode="off",
-                                               data={"": str(folder)}))
-    spec = evaluation.spec(spec_path or _spec_path(spec_name))
-    samples = evaluation.samples_for(spec)
-    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
-    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
-    for order, record in enumerate(records):
-        record["order"] = order
-    return records, compute_results({spec.name: spec}, records)[spec.name]
+    done = replay_run(spec_name, FIXTURES / spec_name, spec_path=spec_path or _spec_path(spec_name))
+    return done.records, done.result
 
 
 @pytest.fixture(scope="module")

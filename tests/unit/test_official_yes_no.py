@@ -21,7 +21,8 @@ dd2950902889cd614d4edf606827240166d29381, `tools/eval_tool.zip` → `eval_tool/c
 
 from __future__ import annotations
 
-import importlib.util
+import subprocess
+import sys
 import json
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,11 @@ import pytest
 from pytest_mllm.engine.spec import SpecError, find_spec
 from pytest_mllm.harness.junit import suite_properties
 from pytest_mllm.harness.listing import gate_paths
-from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, compute_results, results_document
-from pytest_mllm.sample import Sample
+from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.scoring.gates import MetricSpace, evaluate_gate, parse_gate, shadowed_scopes
+
+from official_runs import replay_run
 
 pytest.importorskip("numpy")  # loaded once before pytester's in-process runs, which cannot load it anew
 
@@ -51,14 +52,8 @@ CASES = {
 
 def run(spec_name: str, data: Path, recording: Path, spec_path: Path | None = None) -> tuple[list[Record],
                                                                                           BenchmarkResult]:
-    evaluation = Evaluation(EvaluationSettings(model=f"replay:{recording}", cache_mode="off", data={"": str(data)}))
-    spec = evaluation.spec(spec_path or find_spec(spec_name))
-    samples = evaluation.samples_for(spec)
-    records = evaluation.answer([(s, spec) for s in samples if isinstance(s, Sample)])
-    records += [Evaluation.unreadable(s, spec) for s in samples if not isinstance(s, Sample)]
-    for order, record in enumerate(records):
-        record["order"] = order
-    return records, compute_results({spec.name: spec}, records)[spec.name]
+    done = replay_run(spec_name, data, recording, spec_path)
+    return done.records, done.result
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +62,9 @@ def runs() -> dict[str, tuple[list[Record], BenchmarkResult]]:
 
 
 def test_the_fixtures_are_what_the_writer_writes() -> None:
-    spec = importlib.util.spec_from_file_location("make_yes_no", FIXTURES / "make_yes_no.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.main(["--check"]) == 0
+    done = subprocess.run([sys.executable, str(FIXTURES / "make_yes_no.py"), "--check"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("name", ["mme", "mme_results"])
