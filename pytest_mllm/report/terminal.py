@@ -127,10 +127,14 @@ def benchmark_tables(result: BenchmarkResult) -> list[Any]:
         if mean:
             tables.append(f"{spec.name}: F1 of a scope of several tasks pools their answers (pooled_f1); "
                           "mean F1 is the mean of its tasks' F1, as POPE's papers report it")
+    keys_by_reason: dict[str, list[str]] = {}
     for key, why in (result.scopes.get("undefined") or {}).items():
+        keys_by_reason.setdefault(why, []).append(key)
+    for why, keys in keys_by_reason.items():  # one line per reason, however many scopes share it
         from rich.text import Text
 
-        tables.append(Text(f"{spec.name}: {key} is undefined (shown –, not 0): {why}"))
+        verb = "is" if len(keys) == 1 else "are"
+        tables.append(Text(f"{spec.name}: {', '.join(keys)} {verb} undefined (shown –, not 0): {why}"))
     return tables
 
 

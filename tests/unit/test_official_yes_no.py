@@ -156,6 +156,7 @@ def test_pope_splits_evaluate_py_cannot_score_are_undefined_not_0(capsys: pytest
     shown = capsys.readouterr().out
     assert "pope: adversarial.precision is undefined (shown –, not 0): no answer reads yes" in shown
     assert "pope: random.recall is undefined (shown –, not 0): no question's answer is yes" in shown
+    assert shown.count("undefined (shown") == len(set(undefined.values()))  # one line per reason
 
 
 def test_the_subtask_count_and_the_sample_count_keep_one_key_each(runs: dict[str, Any]) -> None:
