@@ -37,10 +37,13 @@ def _answers(pytester: pytest.Pytester, *args: str) -> collections.Counter:
     return collections.Counter(r["response"] for r in json.loads(out.read_text())["records"])
 
 
+FEW = ("-k", "img_000 or img_001")  # 18 samples: every worker gets some
+
+
 def test_each_worker_is_bound_to_its_gpu(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(WHERE)
-    assert set(_answers(pytester, "-n", "2", "--mllm-gpus=0,1")) == {"0", "1"}
-    assert set(_answers(pytester, "-n", "auto", "--mllm-gpus=0,1,2,3", "--mllm-gpus-per-worker=2")) == {"0,1", "2,3"}
+    assert set(_answers(pytester, *FEW, "-n", "2", "--mllm-gpus=0,1")) == {"0", "1"}
+    assert set(_answers(pytester, *FEW, "-n", "auto", "--mllm-gpus=0,1,2,3", "--mllm-gpus-per-worker=2")) == {"0,1", "2,3"}
 
 
 def test_n_auto_is_one_worker_per_gpu_group_whatever_the_cpu_count(pytester: pytest.Pytester,
@@ -48,14 +51,12 @@ def test_n_auto_is_one_worker_per_gpu_group_whatever_the_cpu_count(pytester: pyt
     """-n auto counts GPU groups, not cores (xdist's own answer, the core count, must not win: on a
     16-core machine with one GPU it asked for 16 workers); PYTEST_XDIST_AUTO_NUM_WORKERS still rules."""
     pytester.makeconftest(WHERE)
-    few = ("-k", "img_000 or img_001")  # 18 samples: every worker gets some
-    assert set(_answers(pytester, *few, "-n", "auto", "--mllm-gpus=0")) == {"0"}
-    # registered before xdist (as where the plugin's package comes first on the path), asked after it
-    assert set(_answers(pytester, *few, "-p", "no:mllm", "-p", "pytest_mllm.plugin", "-n", "auto",
+    # the plugin registered before xdist (as where its package comes first on the path) is asked after it
+    assert set(_answers(pytester, *FEW, "-p", "no:mllm", "-p", "pytest_mllm.plugin", "-n", "auto",
                         "--mllm-gpus=0")) == {"0"}
-    assert set(_answers(pytester, *few, "-n", "auto", "--mllm-gpus=0,1,2")) == {"0", "1", "2"}
-    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
-    assert set(_answers(pytester, *few, "-n", "auto", "--mllm-gpus=0,1,2")) == {"0", "1"}
+    assert set(_answers(pytester, *FEW, "-n", "auto", "--mllm-gpus=0,1,2")) == {"0", "1", "2"}
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "1")
+    assert set(_answers(pytester, *FEW, "-n", "auto", "--mllm-gpus=0,1")) == {"0"}
 
 
 def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester) -> None:
