@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
+
 from pytest_mllm.engine.spec import find_spec
 from pytest_mllm.evaluation import Evaluation, EvaluationSettings
 from pytest_mllm.record import Record
@@ -31,3 +33,18 @@ def replay_run(spec_name: str, folder: Path, answers: Path | None = None, spec_p
     for order, record in enumerate(records):
         record["order"] = order
     return ReplayRun(samples, records, compute_results({spec.name: spec}, records)[spec.name])
+
+
+def assert_one_run_exits_0(pytester: pytest.Pytester, benches: list[str], data: dict[str, Path], answers: Path,
+                           rows: int) -> None:
+    """One pytest-mllm run over `benches` (bundled names or spec files) on `data` ({name: folder}), every row
+    answered from `answers` (replay JSON Lines keyed "<benchmark>::<sample id>"): exit 0, no ERROR, each of
+    the `rows` rows a test that passed or was answered wrong."""
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", f"--mllm-bench={','.join(benches)}",
+        *(f"--mllm-data={name}={folder}" for name, folder in data.items()), f"--mllm=replay:{answers}",
+        "--mllm-cache=off")
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
+    assert "error" not in outcomes and "errors" not in outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("incorrect", 0) == rows

@@ -37,7 +37,7 @@ from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring import mmmu
 
-from official_runs import replay_run
+from official_runs import assert_one_run_exits_0, replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -196,11 +196,5 @@ def test_a_run_over_the_three_specs_exits_0(pytester: pytest.Pytester, tmp_path:
             recorded = [json.loads(line) for line in (FIXTURES / FOLDER[name] / "responses.jsonl").open(encoding="utf-8")]
             out.writelines(json.dumps({"id": f"{name}::{s.id}", "response": r["response"]}) + "\n"
                            for s in runs[name][2] for r in recorded if r["id"] == s.metadata["source_id"])
-    result = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", f"--mllm-bench={','.join(SPECS)}",
-        *(f"--mllm-data={name}={FIXTURES / FOLDER[name]}" for name in SPECS), f"--mllm=replay:{answers}",
-        "--mllm-cache=off")
-    outcomes = result.parseoutcomes()
-    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
-    assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes["incorrect"] == sum(len(runs[name][0]) for name in SPECS)
+    assert_one_run_exits_0(pytester, list(SPECS), {name: FIXTURES / FOLDER[name] for name in SPECS}, answers,
+                           sum(len(runs[name][0]) for name in SPECS))

@@ -33,7 +33,7 @@ from pytest_mllm.scoring.metrics import scope_metrics
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.sample import BadSample, Sample
 
-from official_runs import replay_run
+from official_runs import assert_one_run_exits_0, replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -156,10 +156,6 @@ def test_a_run_over_both_fixtures_exits_0(pytester: pytest.Pytester, tmp_path: P
             for line in (FIXTURES / name / "responses.jsonl").read_text(encoding="utf-8").splitlines():
                 entry = json.loads(line)
                 out.write(json.dumps({"id": f"{name}::{entry['id']}", "response": entry["response"]}) + "\n")
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--mllm-bench=lime,tiny_lvlm_ehub", f"--mllm-data=lime={FIXTURES / 'lime'}",
-        f"--mllm-data=tiny_lvlm_ehub={FIXTURES / 'tiny_lvlm_ehub'}", f"--mllm=replay:{answers}", "--mllm-cache=off")
-    outcomes = result.parseoutcomes()
-    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
-    assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes["incorrect"] == len(runs["lime"][1]) + len(runs["tiny_lvlm_ehub"][1])
+    assert_one_run_exits_0(pytester, ["lime", "tiny_lvlm_ehub"],
+                           {name: FIXTURES / name for name in ("lime", "tiny_lvlm_ehub")}, answers,
+                           len(runs["lime"][1]) + len(runs["tiny_lvlm_ehub"][1]))

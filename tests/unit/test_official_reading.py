@@ -43,7 +43,7 @@ from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.sample import Sample
 
-from official_runs import replay_run
+from official_runs import assert_one_run_exits_0, replay_run
 
 pytest.importorskip("pyarrow")
 
@@ -228,13 +228,8 @@ def test_a_run_over_every_fixture_exits_0(pytester: pytest.Pytester, tmp_path: P
             for sample in _samples(spec_name):
                 out.write(json.dumps({"id": f"{spec_name}::{sample.id}",
                                       "response": recorded[sample.metadata["source_id"]]}) + "\n")
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--mllm-bench={','.join(benches)}", *(f"--mllm-data={n}={FIXTURES / n}" for n in names),
-        f"--mllm=replay:{answers}", "--mllm-cache=off")
-    outcomes = result.parseoutcomes()
-    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
-    assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes["incorrect"] == sum(len(runs[name][0]) for name in names)
+    assert_one_run_exits_0(pytester, benches, {n: FIXTURES / n for n in names}, answers,
+                           sum(len(runs[name][0]) for name in names))
 
 
 def test_answer_option_text_reads_word_answers_as_their_option(tmp_path: Path, runs: dict[str, Any]) -> None:

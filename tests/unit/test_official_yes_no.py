@@ -36,7 +36,7 @@ from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult, results_document
 from pytest_mllm.scoring.gates import MetricSpace, evaluate_gate, parse_gate, shadowed_scopes
 
-from official_runs import replay_run
+from official_runs import assert_one_run_exits_0, replay_run
 
 pytest.importorskip("numpy")  # loaded once before pytester's in-process runs, which cannot load it anew
 
@@ -201,11 +201,6 @@ def test_one_run_over_the_three_fixtures_exits_0(pytester: pytest.Pytester, tmp_
         for name, (records, _) in runs.items():
             for record in records:
                 out.write(json.dumps({"id": f"{name}::{record['id']}", "response": record["response"]}) + "\n")
-    result = pytester.runpytest(
-        "-p", "no:cacheprovider", f"--mllm-bench=mme,pope,{results_spec}",
-        *(f"--mllm-data={name}={data}" for name, (data, _) in CASES.items()), f"--mllm=replay:{answers}",
-        "--mllm-cache=off")
-    outcomes = result.parseoutcomes()
-    assert result.ret == pytest.ExitCode.OK, result.outlines[-30:]
-    assert "error" not in outcomes and "errors" not in outcomes
-    assert outcomes["passed"] + outcomes.get("incorrect", 0) == sum(len(records) for records, _ in runs.values())
+    assert_one_run_exits_0(pytester, ["mme", "pope", str(results_spec)],
+                           {name: data for name, (data, _) in CASES.items()}, answers,
+                           sum(len(records) for records, _ in runs.values()))
