@@ -15,6 +15,7 @@ and reuses it after; heavy imports happen inside the builders.
 from __future__ import annotations
 
 import os
+from functools import partial
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -329,29 +330,29 @@ def build_idefics2() -> tuple[Any, Any]:
     return _greedy(model, tokenizer, [eos, end_of_utterance]), processor
 
 
-def _idefics3_like(*, bos: str, eos: str, pad: str, adds_bos: bool) -> tuple[Any, Any, Any, list[int]]:
+def _idefics3_like(config_class: Any, model_class: Any, image_processor_class: Any, processor_class: Any,
+                   template: str, *, bos: str, eos: str, pad: str, adds_bos: bool) -> tuple[Any, Any]:
     """Idefics3 and SmolVLM: a 28-pixel tile of 2 x 2 patches, pixel-shuffled by 2 into one image token."""
     tokenizer = _tokenizer([pad, bos, eos] + _IDEFICS_TOKENS + ["<global-img>"], bos=bos, eos=eos, pad=pad,
                            adds_bos=adds_bos)
-    size = {"longest_edge": 56}
-    vision = {"image_size": 28, "patch_size": 14, **_SIGLIP}
-    return tokenizer, size, vision, _ids(tokenizer, "<image>", eos, "<end_of_utterance>")
+    image, eos_id, end_of_utterance = _ids(tokenizer, "<image>", eos, "<end_of_utterance>")
+    image_processor = image_processor_class(size={"longest_edge": 56}, max_image_size={"longest_edge": 28})
+    processor = processor_class(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=1,
+                                chat_template=template)
+    config = config_class(vision_config={"image_size": 28, "patch_size": 14, **_SIGLIP}, scale_factor=2,
+                          image_token_id=image,
+                          text_config={"model_type": "llama", **_text(
+                              vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=eos_id,
+                              pad_token_id=tokenizer.pad_token_id)})
+    return _greedy(model_class(config), tokenizer, [eos_id, end_of_utterance]), processor
 
 
 def build_idefics3() -> tuple[Any, Any]:
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
 
-    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(  # a Llama 3 tokenizer
-        bos="<|begin_of_text|>", eos="<|end_of_text|>", pad="<|finetune_right_pad_id|>", adds_bos=True)
-    image_processor = Idefics3ImageProcessor(size=size, max_image_size={"longest_edge": 28})
-    processor = Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=1,
-                                  chat_template=IDEFICS3_TEMPLATE)
-    config = Idefics3Config(vision_config=vision, scale_factor=2, image_token_id=image,
-                            text_config={"model_type": "llama", **_text(
-                                vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=eos,
-                                pad_token_id=tokenizer.pad_token_id)})
-    model = Idefics3ForConditionalGeneration(config)
-    return _greedy(model, tokenizer, [eos, end_of_utterance]), processor
+    return _idefics3_like(Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor,
+                          IDEFICS3_TEMPLATE, bos="<|begin_of_text|>", eos="<|end_of_text|>",  # a Llama 3 tokenizer
+                          pad="<|finetune_right_pad_id|>", adds_bos=True)
 
 
 def build_smolvlm() -> tuple[Any, Any]:
@@ -359,18 +360,9 @@ def build_smolvlm() -> tuple[Any, Any]:
 
     from pytest_mllm.models.hf_inputs import image_only
 
-    tokenizer, size, vision, (image, eos, end_of_utterance) = _idefics3_like(  # a SmolLM2 tokenizer
-        bos="<|im_start|>", eos="<|im_end|>", pad="<|im_end|>", adds_bos=False)
-    image_processor = SmolVLMImageProcessor(size=size, max_image_size={"longest_edge": 28})
-    processor = image_only(SmolVLMProcessor)(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                                             image_seq_len=1,
-                                             chat_template=SMOLVLM_TEMPLATE)
-    config = SmolVLMConfig(vision_config=vision, scale_factor=2, image_token_id=image,
-                           text_config={"model_type": "llama", **_text(
-                               vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=eos,
-                               pad_token_id=tokenizer.pad_token_id)})
-    model = SmolVLMForConditionalGeneration(config)
-    return _greedy(model, tokenizer, [eos, end_of_utterance]), processor
+    return _idefics3_like(SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMImageProcessor,
+                          partial(image_only(SmolVLMProcessor), video_processor=None), SMOLVLM_TEMPLATE,
+                          bos="<|im_start|>", eos="<|im_end|>", pad="<|im_end|>", adds_bos=False)  # SmolLM2's
 
 
 def build_paligemma() -> tuple[Any, Any]:
