@@ -23,10 +23,12 @@ def bundled() -> Iterator[tuple[str, BenchmarkSpec]]:
 
 
 def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
-    """(marker, what it names) for the benchmark, its groups and the tasks its spec names."""
-    found = [(marker_name(spec.name), "benchmark"), *((marker_name(group), "group") for group in spec.groups),
+    """(marker, what it names) for the benchmark (by each name it answers to), its groups and the tasks its
+    spec names."""
+    found = [*((marker_name(name), "benchmark") for name in spec.names),
+             *((marker_name(group), "group") for group in spec.groups),
              *((marker_name(task), "task") for task in spec.task_order)]
-    return [(marker, kind) for marker, kind in found if marker]
+    return list(dict.fromkeys((marker, kind) for marker, kind in found if marker))
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -77,6 +79,10 @@ def listing() -> str:
         lines.append(f"  gate paths: {gate_paths(spec)}")
         if spec.loader in GENERATED_LOADERS:
             lines.append("  data: none (drawn on the spot)")
+        elif spec.download is not None:
+            lines.append(f"  data: fetched on first use into the data cache ({spec.about.source or 'the released files'}; "
+                         f"offline: pytest-mllm-data fetch {spec.name}), or pass --mllm-data={spec.name}=DIR or set "
+                         f"{spec.env_var}")
         else:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")

@@ -21,11 +21,12 @@ from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
-from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
+from pytest_mllm.scoring.gates import Gate, GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
 if TYPE_CHECKING:
+    from pytest_mllm.engine.fetch import DataCache
     from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -44,7 +45,17 @@ def add_options(parser: pytest.Parser) -> None:
                     + ", ".join(sorted(bundled_specs())) + ") or a spec file (.yaml); repeat or comma-separate "
                     "for several")
     group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
-                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
+                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root, else its released "
+                         "data fetched into the data cache)")
+    group.addoption("--mllm-data-cache", metavar="DIR",
+                    help="where released benchmark data is fetched to and reused from (default $PYTEST_MLLM_DATA_CACHE, "
+                         "else ~/.cache/pytest-mllm/data)")
+    group.addoption("--mllm-offline", action="store_true",
+                    help="download nothing: data missing from the data cache is an error naming the command that "
+                         "fetches it on a connected machine (also when HF_HUB_OFFLINE=1)")
+    group.addoption("--mllm-limit", type=int, metavar="N",
+                    help="a smoke run: at most N samples per task, the first in file order (MME pairs, MMBench circular "
+                         "passes and VRP variants stay whole); the results record the limit")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
     group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
     group.addoption("--mllm-markdown", metavar="PATH",
@@ -195,6 +206,7 @@ class Options:
     show_incorrect: int
     shard: tuple[int, int] | None = None  # --mllm-shard=I/N: (I, N), 1-based
     in_run: dict[str, Path] | None = None  # {name: spec path} when --mllm-bench names every benchmark of the run
+    limit: int | None = None  # --mllm-limit=N: at most N samples per task
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -207,11 +219,16 @@ class Options:
             gates = _gates(config)
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
-        data = _data_roots(opt("mllm_data") or [])
         in_run = _benchmarks_in_run(config, benchmarks)
+        data = _data_roots(opt("mllm_data") or [], in_run)
+        gates = _gates_by_benchmark_names(gates, in_run)
         _check_data(data, in_run)
         if in_run is not None and not gates.skip_missing:
             _check_gate_benchmarks(gates, in_run)
+        data_cache = _data_cache(config)
+        from pytest_mllm.harness.data_fetch import fetch_run_data
+
+        fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
         _check_cache_dir(config, Path(cache_dir).expanduser())
         evaluation = EvaluationSettings(
@@ -226,7 +243,7 @@ class Options:
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
-            replay_min_match=_replay_min_match(config))
+            replay_min_match=_replay_min_match(config), data_cache=data_cache)
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")),
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -235,7 +252,7 @@ class Options:
             from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
-            inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
+            inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=opt("mllm") or "", files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
@@ -246,7 +263,7 @@ class Options:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
                    strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")),
-                   in_run=in_run)
+                   in_run=in_run, limit=_limit(config))
 
 
 def _model_args(config: pytest.Config) -> ModelArgs:
@@ -280,6 +297,31 @@ def _max_new_tokens(config: pytest.Config) -> int | None:
     if value > MAX_NEW_TOKENS:
         raise pytest.UsageError(f"{source} must be at most {MAX_NEW_TOKENS} tokens, got {value}")
     return value
+
+
+def _limit(config: pytest.Config) -> int | None:
+    """--mllm-limit=N: at least 1; a limit on samples, not on TP-Eval's optimization."""
+    value = config.getoption("mllm_limit")
+    if value is None:
+        return None
+    if value < 1:
+        raise pytest.UsageError(f"--mllm-limit must be at least 1 sample per task, got {value}")
+    if config.getoption("mllm_optimize"):
+        raise pytest.UsageError("--mllm-limit limits the samples of an evaluation, not a TP-Eval optimization "
+                                "(--mllm-optimize): leave one of them out")
+    return value
+
+
+def _data_cache(config: pytest.Config) -> DataCache:
+    """--mllm-data-cache (else the default folder) and whether downloads are off (--mllm-offline, HF_HUB_OFFLINE)."""
+    from pytest_mllm.engine.fetch import OFFLINE_VARIABLE, DataCache, default_folder, offline_by_environment
+
+    folder = config.getoption("mllm_data_cache")
+    offline, reason = config.getoption("mllm_offline"), "--mllm-offline"
+    if not offline and offline_by_environment():
+        offline, reason = True, f"{OFFLINE_VARIABLE}={os.environ[OFFLINE_VARIABLE]}"
+    return DataCache(folder=Path(folder).expanduser() if folder else default_folder(), offline=offline,
+                     offline_reason=reason if offline else "")
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:
@@ -369,7 +411,7 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
         option = f"--mllm-data={name + '=' if name else ''}{raw}"
         if name and in_run is not None and name not in in_run:
             raise pytest.UsageError(f"{option}: no benchmark {name!r} in this run (benchmarks: "
-                                    f"{', '.join(sorted(in_run))}); use one of those names or --mllm-bench={name}")
+                                    f"{', '.join(sorted(in_run))}); {_name_fix(name, in_run)}")
         path = Path(raw).expanduser()
         if not path.exists():
             raise pytest.UsageError(f"{option}: {path} does not exist; give the benchmark's data folder")
@@ -389,6 +431,20 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
             what = "does not exist" if not path.exists() else "is a file, not a folder"
             raise pytest.UsageError(f"${spec.env_var}={raw}: {path} {what}; point it at the data folder of "
                                     f"benchmark {name!r} or unset it")
+
+
+def _name_fix(name: str, in_run: dict[str, Path]) -> str:
+    """How to fix a name that no benchmark of the run answers to: run that benchmark too, or use a run's name."""
+    import difflib
+
+    from pytest_mllm.engine.spec import find_spec
+
+    try:
+        find_spec(name)
+    except SpecError:
+        close = difflib.get_close_matches(name, list(in_run), n=1, cutoff=0.6)
+        return f"did you mean {close[0]!r}?" if close else "use one of those names"
+    return f"use one of those names, or add --mllm-bench={name} to run that benchmark too"
 
 
 def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None:
@@ -418,14 +474,38 @@ def _check_cache_dir(config: pytest.Config, folder: Path) -> None:
                                 "writable folder) or --mllm-cache=off")
 
 
-def _data_roots(values: list[str]) -> dict[str, str]:
-    """--mllm-data values: NAME=PATH for one benchmark, a bare PATH for any."""
+def _data_roots(values: list[str], in_run: dict[str, Path] | None) -> dict[str, str]:
+    """--mllm-data values: NAME=PATH for one benchmark (any name it answers to), a bare PATH for any."""
     data: dict[str, str] = {}
     for value in values:
         match = _DATA_OVERRIDE.match(value)
         name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
-        data[name] = path
+        data[_benchmark_name(name, in_run) if name else name] = path
     return data
+
+
+def _benchmark_name(name: str, in_run: dict[str, Path] | None) -> str:
+    """The run's name of a benchmark given by any name it answers to (`BenchmarkSpec.names`): a peer tool's
+    name for a benchmark of the run is its spec's name; any other name is left as given."""
+    from pytest_mllm.engine.spec import load_spec
+
+    for own, path in (in_run or {}).items():
+        try:
+            if name == own or name in load_spec(path).names:
+                return own
+        except SpecError:
+            continue
+    return name
+
+
+def _gates_by_benchmark_names(gates: GateSettings, in_run: dict[str, Path] | None) -> GateSettings:
+    """Gates and regression limits that name a benchmark of the run by a peer tool's name, renamed to it."""
+    def renamed(gate: Gate) -> Gate:
+        own = _benchmark_name(gate.benchmark, in_run) if gate.benchmark != "*" else gate.benchmark
+        return dataclasses.replace(gate, benchmark=own) if own != gate.benchmark else gate
+
+    return dataclasses.replace(gates, gates=[renamed(g) for g in gates.gates],
+                               max_drops=[renamed(g) for g in gates.max_drops])
 
 
 def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoint:
