@@ -34,7 +34,7 @@ import shutil
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -58,17 +58,18 @@ class FetchError(Exception):
 
 @dataclass(frozen=True)
 class FileSource:
-    """A released file at a URL with its MD5 (VLMEvalKit's `DATASET_URL` and `DATASET_MD5`)."""
+    """A released file at a URL with its MD5 (VLMEvalKit's `DATASET_URL` and `DATASET_MD5`; None where
+    VLMEvalKit publishes none: the digest of the first download is then recorded and checked afterwards)."""
 
     name: str  # the benchmark, for messages
     url: str
-    md5: str
+    md5: str | None
     filename: str  # the file's name in the cache (what the spec's `data.file` names)
 
     def __post_init__(self) -> None:
         if urllib.parse.urlsplit(self.url).scheme not in ("http", "https"):
             raise ValueError(f"{self.url!r} is not an http(s) URL")
-        if not _MD5.match(self.md5):
+        if self.md5 is not None and not _MD5.match(self.md5):
             raise ValueError(f"{self.md5!r} is not an MD5 digest (32 lowercase hex digits)")
         if not self.filename or Path(self.filename).name != self.filename or self.filename.startswith("."):
             raise ValueError(f"{self.filename!r} is not a plain file name")
@@ -90,23 +91,29 @@ class HubSource:
             raise ValueError(f"{self.revision!r} is not a revision")
 
     def where(self) -> str:
-        return f"the Hugging Face dataset {self.repo} at {self.revision}"
+        split = f", split {self.split}" if self.split else ""
+        return f"the Hugging Face dataset {self.repo} at {self.revision}{split}"
 
 
 Source = FileSource | HubSource
 
 
-def source_from_record(record: dict[str, Any]) -> Source:
-    """A source from a plain record (a catalogue entry): {name, url, md5, filename?} or {name, repo,
-    revision?, split?}; ValueError naming what is wrong."""
-    if "url" in record:
+def source_from_record(record: Mapping[str, Any]) -> Source:
+    """A source from a plain record (a catalogue entry): {name, url, md5 (or None), file or filename} as
+    VLMEvalKit's datasets give it, or {name, repo or dataset_path, revision, split} as lmms-eval's tasks do;
+    ValueError naming what is wrong."""
+    if record.get("url"):
         url = str(record["url"])
-        return FileSource(name=str(record["name"]), url=url, md5=str(record.get("md5", "")),
-                          filename=str(record.get("filename") or url_filename(url)))
-    if "repo" in record:
-        return HubSource(name=str(record["name"]), repo=str(record["repo"]),
-                         revision=str(record.get("revision") or "main"), split=record.get("split"))
-    raise ValueError("a data source needs a url (with md5) or a Hugging Face dataset repo")
+        md5 = record.get("md5")
+        return FileSource(name=str(record["name"]), url=url, md5=str(md5) if md5 else None,
+                          filename=str(record.get("filename") or record.get("file") or url_filename(url)))
+    repo = record.get("repo") or record.get("dataset_path")
+    if repo:
+        split = record.get("split")
+        return HubSource(name=str(record["name"]), repo=str(repo), revision=str(record.get("revision") or "main"),
+                         split=str(split) if split else None)
+    raise ValueError(f"the data source of {record.get('name')!r} needs a url (with its md5) or a Hugging Face "
+                     "dataset (repo or dataset_path)")
 
 
 def url_filename(url: str) -> str:
@@ -187,6 +194,8 @@ class DataCache:
     def location(self, source: Source) -> Path:
         """The folder holding `source`'s files once fetched: a spec's data root."""
         if isinstance(source, FileSource):
+            if source.md5 is None:  # no published digest: keyed by the URL
+                return self.folder / "files" / ("url-" + hashlib.sha256(source.url.encode()).hexdigest()[:32])
             return self.folder / "files" / source.md5
         split = f"split-{_safe_name(source.split)}" if source.split else "all-splits"
         return self.folder / "hub" / source.repo.replace("/", "__") / _safe_name(source.revision) / split
@@ -233,7 +242,7 @@ class DataCache:
 def missing_offline(sources: Sequence[Source], cache: DataCache) -> str:
     """The one-line error for sources not in the cache while downloads are off."""
     names = list(dict.fromkeys(s.name for s in sources))
-    what = (f"the data of benchmark {names[0]!r} ({_describe(sources[0])})" if len(names) == 1
+    what = (f"the data of benchmark {names[0]!r} ({describe(sources[0])})" if len(names) == 1
             else "the data of benchmarks " + ", ".join(repr(n) for n in names))
     reason = cache.offline_reason or f"{OFFLINE_VARIABLE}={os.environ.get(OFFLINE_VARIABLE, '1')}"
     return (f"{what} is not in the data cache {cache.folder} and downloads are off ({reason}): on a connected "
@@ -241,7 +250,8 @@ def missing_offline(sources: Sequence[Source], cache: DataCache) -> str:
             f"{CACHE_VARIABLE} at it), or pass --mllm-data={names[0]}=DIR with the files")
 
 
-def _describe(source: Source) -> str:
+def describe(source: Source) -> str:
+    """Where the source's data comes from, in a few words."""
     return f"{source.filename} from {source.url}" if isinstance(source, FileSource) else source.where()
 
 
@@ -283,7 +293,7 @@ def _verified(folder: Path, source: Source) -> bool:
 
 def _adopt(folder: Path, source: Source) -> bool:
     """A released file put into its cache folder by hand (from an LMUData folder): verified once by its MD5."""
-    if not isinstance(source, FileSource):
+    if not isinstance(source, FileSource) or source.md5 is None:
         return False
     path = folder / source.filename
     if not path.is_file() or _digest(path, "md5") != source.md5:
@@ -294,7 +304,8 @@ def _adopt(folder: Path, source: Source) -> bool:
 
 def _identity(source: Source) -> dict[str, Any]:
     if isinstance(source, FileSource):  # the same bytes from another URL (a mirror) are the same data
-        return {"md5": source.md5, "filename": source.filename}
+        return {"md5": source.md5, "filename": source.filename} if source.md5 else {"url": source.url,
+                                                                                    "filename": source.filename}
     return {"repo": source.repo, "revision": source.revision, "split": source.split}
 
 
@@ -365,7 +376,7 @@ def _fetch_file(source: FileSource, folder: Path, progress: FetchProgress) -> No
                          f"(the connection closed early); the bytes received are kept in {part} and the next "
                          "run resumes from them")
     actual = hasher.hexdigest()
-    if actual != source.md5:
+    if source.md5 is not None and actual != source.md5:
         part.unlink(missing_ok=True)
         raise FetchError(f"MD5 mismatch for {source.filename} from {source.url}: expected {source.md5}, got "
                          f"{actual}; the download was deleted (the server's file differs from the one this "
@@ -374,7 +385,8 @@ def _fetch_file(source: FileSource, folder: Path, progress: FetchProgress) -> No
     _mark(folder, source, {source.filename: ("md5", actual)})
     seconds = max(time.monotonic() - started, 1e-6)
     progress.stopped()
-    progress.say(f"fetched {source.filename} ({_size(size)}) in {seconds:.1f} s, MD5 verified: {target}")
+    checked = "MD5 verified" if source.md5 else f"no MD5 published to check, its MD5 {actual} recorded"
+    progress.say(f"fetched {source.filename} ({_size(size)}) in {seconds:.1f} s, {checked}: {target}")
 
 
 def _range_start(response: Any) -> int | None:
@@ -416,13 +428,15 @@ def _open(source: FileSource, have: int) -> Any:
 def _receive(response: Any, part: Path, mode: str, hasher: Any, progress: FetchProgress, source: FileSource) -> int:
     """Copy the response's body into `part`, hashing it; the bytes received. A full disk deletes the part
     (FetchError); a broken connection keeps it for the next run to resume."""
+    import http.client
+
     received = 0
     try:
         with part.open(mode) as out:
             while True:
                 try:
                     chunk = response.read(_CHUNK)
-                except OSError as exc:  # reset or timed out mid-way: what arrived is kept
+                except (OSError, http.client.HTTPException) as exc:  # reset, timed out, a chunk cut: what arrived is kept
                     out.flush()
                     raise FetchError(f"the download of {source.filename} from {source.url} broke off after "
                                      f"{received} more bytes ({exc}); the bytes received are kept in {part} and "

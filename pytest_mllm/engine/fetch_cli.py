@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_mllm.engine.fetch import DataCache, FetchError, FetchProgress, default_folder, say_to_stderr
+from pytest_mllm.engine.fetch import DataCache, FetchError, FetchProgress, default_folder, describe, say_to_stderr
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, bundled_specs, find_spec, load_spec
 
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs = [_spec(name) for value in args.names for name in value.split(",") if name.strip()]
     except SpecError as exc:
-        print(f"pytest-mllm-data: {exc}", file=sys.stderr)
+        print(f"pytest-mllm-data: {str(exc).replace(' in --mllm-bench', '')}", file=sys.stderr)
         return 2
     progress = FetchProgress(say=say_to_stderr, terminal=sys.stderr)
     failed = 0
@@ -70,8 +70,8 @@ def _list(cache: DataCache) -> int:
         if spec.download is None:
             continue
         state = "cached" if cache.has(spec.download) else "not cached"
-        where = getattr(spec.download, "url", None) or spec.download.where()  # type: ignore[union-attr]
-        print(f"{key} [{', '.join(spec.names[1:]) or '-'}]: {state}, {where}")
+        others = f" [{', '.join(spec.names[1:])}]" if spec.names[1:] else ""
+        print(f"{key}{others}: {state}; {describe(spec.download)}")
     return 0
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytest_mllm.engine.fetch import describe
 from pytest_mllm.engine.spec import ALIASES, GENERATED_LOADERS, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
@@ -80,8 +81,8 @@ def listing() -> str:
         if spec.loader in GENERATED_LOADERS:
             lines.append("  data: none (drawn on the spot)")
         elif spec.download is not None:
-            lines.append(f"  data: fetched on first use into the data cache ({spec.about.source or 'the released files'}; "
-                         f"offline: pytest-mllm-data fetch {spec.name}), or pass --mllm-data={spec.name}=DIR or set "
+            lines.append(f"  data: {describe(spec.download)}, fetched on first use into the data cache (for an offline "
+                         f"machine: pytest-mllm-data fetch {spec.name}); or pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         else:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "

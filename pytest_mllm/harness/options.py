@@ -423,13 +423,14 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
             spec = load_spec(spec_path)
         except SpecError:
             continue
-        raw = os.environ.get(spec.env_var)
-        if spec.loader in GENERATED_LOADERS or not raw or name in data or "" in data:
+        variable = next((v for v in spec.env_vars if os.environ.get(v)), None)
+        if spec.loader in GENERATED_LOADERS or variable is None or name in data or "" in data:
             continue
+        raw = os.environ[variable]
         path = Path(raw).expanduser()
         if not path.is_dir():
             what = "does not exist" if not path.exists() else "is a file, not a folder"
-            raise pytest.UsageError(f"${spec.env_var}={raw}: {path} {what}; point it at the data folder of "
+            raise pytest.UsageError(f"${variable}={raw}: {path} {what}; point it at the data folder of "
                                     f"benchmark {name!r} or unset it")
 
 

@@ -313,3 +313,17 @@ def test_a_hub_dataset_that_is_not_there_is_one_line(tmp_path: Path) -> None:
     line = done.stdout.strip()
     assert line.startswith("ERROR cannot list the Hugging Face dataset nobody/nothing at main for x: "), done.stderr
     assert "\n" not in line
+
+
+def test_a_file_with_no_published_md5_is_recorded_by_its_first_download(server: FileServer, tmp_path: Path) -> None:
+    """VLMEvalKit checks no MD5 for some files: the first download's digest is recorded, and a copy that
+    changes later is fetched again."""
+    unchecked = source(server, md5=None)  # type: ignore[arg-type]
+    lines: list[str] = []
+    cache = DataCache(folder=tmp_path, offline=False)
+    folder = cache.fetch(unchecked, FetchProgress(say=lines.append))
+    assert f"no MD5 published to check, its MD5 {TSV_MD5} recorded" in lines[-1]
+    (folder / "MMStar.tsv").write_bytes(b"changed")
+    assert not cache.has(unchecked)
+    cache.fetch(unchecked)
+    assert (folder / "MMStar.tsv").read_bytes() == TSV and server.gets("utils/VLMEval/MMStar.tsv") == 2

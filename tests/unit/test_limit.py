@@ -70,7 +70,7 @@ def test_the_selection_is_a_prefix_of_whole_units_within_the_limit(raw: list[tup
     per_task: dict[str, list[str]] = defaultdict(list)
     for task, unit in dict.fromkeys(entries):  # units in order of first appearance
         per_task[task].append(unit)
-    for task, units in per_task.items():
+    for units in per_task.values():
         taken = [u for u in units if u in chosen]
         assert taken == units[:len(taken)] and taken  # a prefix, never empty
         count = sum(sizes[u] for u in taken)
