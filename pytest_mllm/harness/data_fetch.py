@@ -7,14 +7,33 @@ collects, under the same lock."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
-from pytest_mllm.engine.fetch import DataCache, FetchError, FetchProgress, missing_offline
+from pytest_mllm.engine.fetch import (
+    OFFLINE_VARIABLE,
+    DataCache,
+    FetchError,
+    FetchProgress,
+    default_folder,
+    missing_offline,
+    offline_by_environment,
+)
 from pytest_mllm.engine.spec import SpecError, load_spec
+
+
+def read_data_cache(config: pytest.Config) -> DataCache:
+    """--mllm-data-cache (else the default folder), and whether downloads are off (--mllm-offline, HF_HUB_OFFLINE)."""
+    folder = config.getoption("mllm_data_cache")
+    offline, reason = config.getoption("mllm_offline"), "--mllm-offline"
+    if not offline and offline_by_environment():
+        offline, reason = True, f"{OFFLINE_VARIABLE}={os.environ[OFFLINE_VARIABLE]}"
+    return DataCache(folder=Path(folder).expanduser() if folder else default_folder(), offline=offline,
+                     offline_reason=reason if offline else "")
 
 
 def fetch_run_data(config: pytest.Config, spec_paths: Iterable[Path], data: Mapping[str, str],

@@ -29,6 +29,19 @@ from pytest_mllm.harness.shard import unit_key
 from pytest_mllm.sample import BadSample, Sample, SkippedSample
 
 
+def read_limit(config: pytest.Config) -> int | None:
+    """--mllm-limit=N: at least 1; a limit on an evaluation's samples, not on TP-Eval's optimization."""
+    value = config.getoption("mllm_limit")
+    if value is None:
+        return None
+    if value < 1:
+        raise pytest.UsageError(f"--mllm-limit must be at least 1 sample per task, got {value}")
+    if config.getoption("mllm_optimize"):
+        raise pytest.UsageError("--mllm-limit limits the samples of an evaluation, not a TP-Eval optimization "
+                                "(--mllm-optimize): leave one of them out")
+    return value
+
+
 def first_units(entries: Sequence[tuple[Hashable, Hashable]], limit: int) -> list[bool]:
     """For each (task, unit) entry in file order, whether it is kept: per task, the units in order of their
     first entry while the task's kept entries stay at most `limit` (its first unit always)."""

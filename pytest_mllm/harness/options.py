@@ -18,15 +18,17 @@ import pytest
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, run_name
+from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
+from pytest_mllm.harness.limit import read_limit
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
-from pytest_mllm.scoring.gates import Gate, GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
+from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
 if TYPE_CHECKING:
-    from pytest_mllm.engine.fetch import DataCache
     from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -221,13 +223,11 @@ class Options:
             raise pytest.UsageError(str(exc)) from None
         in_run = _benchmarks_in_run(config, benchmarks)
         data = _data_roots(opt("mllm_data") or [], in_run)
-        gates = _gates_by_benchmark_names(gates, in_run)
+        gates = gates_by_run_names(gates, in_run)
         _check_data(data, in_run)
         if in_run is not None and not gates.skip_missing:
             _check_gate_benchmarks(gates, in_run)
-        data_cache = _data_cache(config)
-        from pytest_mllm.harness.data_fetch import fetch_run_data
-
+        data_cache = read_data_cache(config)
         fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
         _check_cache_dir(config, Path(cache_dir).expanduser())
@@ -263,7 +263,7 @@ class Options:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
                    strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")),
-                   in_run=in_run, limit=_limit(config))
+                   in_run=in_run, limit=read_limit(config))
 
 
 def _model_args(config: pytest.Config) -> ModelArgs:
@@ -297,31 +297,6 @@ def _max_new_tokens(config: pytest.Config) -> int | None:
     if value > MAX_NEW_TOKENS:
         raise pytest.UsageError(f"{source} must be at most {MAX_NEW_TOKENS} tokens, got {value}")
     return value
-
-
-def _limit(config: pytest.Config) -> int | None:
-    """--mllm-limit=N: at least 1; a limit on samples, not on TP-Eval's optimization."""
-    value = config.getoption("mllm_limit")
-    if value is None:
-        return None
-    if value < 1:
-        raise pytest.UsageError(f"--mllm-limit must be at least 1 sample per task, got {value}")
-    if config.getoption("mllm_optimize"):
-        raise pytest.UsageError("--mllm-limit limits the samples of an evaluation, not a TP-Eval optimization "
-                                "(--mllm-optimize): leave one of them out")
-    return value
-
-
-def _data_cache(config: pytest.Config) -> DataCache:
-    """--mllm-data-cache (else the default folder) and whether downloads are off (--mllm-offline, HF_HUB_OFFLINE)."""
-    from pytest_mllm.engine.fetch import OFFLINE_VARIABLE, DataCache, default_folder, offline_by_environment
-
-    folder = config.getoption("mllm_data_cache")
-    offline, reason = config.getoption("mllm_offline"), "--mllm-offline"
-    if not offline and offline_by_environment():
-        offline, reason = True, f"{OFFLINE_VARIABLE}={os.environ[OFFLINE_VARIABLE]}"
-    return DataCache(folder=Path(folder).expanduser() if folder else default_folder(), offline=offline,
-                     offline_reason=reason if offline else "")
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:
@@ -411,7 +386,7 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
         option = f"--mllm-data={name + '=' if name else ''}{raw}"
         if name and in_run is not None and name not in in_run:
             raise pytest.UsageError(f"{option}: no benchmark {name!r} in this run (benchmarks: "
-                                    f"{', '.join(sorted(in_run))}); {_name_fix(name, in_run)}")
+                                    f"{', '.join(sorted(in_run))}); {name_fix(name, in_run)}")
         path = Path(raw).expanduser()
         if not path.exists():
             raise pytest.UsageError(f"{option}: {path} does not exist; give the benchmark's data folder")
@@ -432,20 +407,6 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
             what = "does not exist" if not path.exists() else "is a file, not a folder"
             raise pytest.UsageError(f"${variable}={raw}: {path} {what}; point it at the data folder of "
                                     f"benchmark {name!r} or unset it")
-
-
-def _name_fix(name: str, in_run: dict[str, Path]) -> str:
-    """How to fix a name that no benchmark of the run answers to: run that benchmark too, or use a run's name."""
-    import difflib
-
-    from pytest_mllm.engine.spec import find_spec
-
-    try:
-        find_spec(name)
-    except SpecError:
-        close = difflib.get_close_matches(name, list(in_run), n=1, cutoff=0.6)
-        return f"did you mean {close[0]!r}?" if close else "use one of those names"
-    return f"use one of those names, or add --mllm-bench={name} to run that benchmark too"
 
 
 def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None:
@@ -481,32 +442,8 @@ def _data_roots(values: list[str], in_run: dict[str, Path] | None) -> dict[str, 
     for value in values:
         match = _DATA_OVERRIDE.match(value)
         name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
-        data[_benchmark_name(name, in_run) if name else name] = path
+        data[run_name(name, in_run) if name else name] = path
     return data
-
-
-def _benchmark_name(name: str, in_run: dict[str, Path] | None) -> str:
-    """The run's name of a benchmark given by any name it answers to (`BenchmarkSpec.names`): a peer tool's
-    name for a benchmark of the run is its spec's name; any other name is left as given."""
-    from pytest_mllm.engine.spec import load_spec
-
-    for own, path in (in_run or {}).items():
-        try:
-            if name == own or name in load_spec(path).names:
-                return own
-        except SpecError:
-            continue
-    return name
-
-
-def _gates_by_benchmark_names(gates: GateSettings, in_run: dict[str, Path] | None) -> GateSettings:
-    """Gates and regression limits that name a benchmark of the run by a peer tool's name, renamed to it."""
-    def renamed(gate: Gate) -> Gate:
-        own = _benchmark_name(gate.benchmark, in_run) if gate.benchmark != "*" else gate.benchmark
-        return dataclasses.replace(gate, benchmark=own) if own != gate.benchmark else gate
-
-    return dataclasses.replace(gates, gates=[renamed(g) for g in gates.gates],
-                               max_drops=[renamed(g) for g in gates.max_drops])
 
 
 def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoint:
