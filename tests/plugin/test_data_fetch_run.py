@@ -84,6 +84,20 @@ def test_a_benchmark_without_data_is_fetched_once_and_scored_as_vlmevalkit_does(
     assert server.gets("utils/VLMEval/MMStar.tsv") == 1
 
 
+def test_a_spec_given_as_a_test_path_among_test_files_is_fetched_when_it_collects(
+        pytester: pytest.Pytester, server: FileServer, data_cache: Path) -> None:
+    """With test files on the command line the run's benchmarks are not known before collection: the spec
+    fetches its data as it collects (under the same lock), and then runs as with --mllm-bench."""
+    spec = mmstar_spec(pytester.path, server.url("utils/VLMEval/MMStar.tsv"))
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", str(spec), "test_other.py", REPLAY,
+                                           "--mllm-cache=off")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert result.parseoutcomes() == {"passed": 5, "incorrect": 4}
+    assert (data_cache / "files" / TSV_MD5 / "MMStar.tsv").read_bytes() == TSV and server.gets(
+        "utils/VLMEval/MMStar.tsv") == 1
+
+
 def test_a_hub_dataset_is_fetched_from_the_hub_stand_in_and_scored(pytester: pytest.Pytester,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """mmstar_parquet as bundled (data.hub: Lin-Chen/MMStar at main, split val), its repository served by a
