@@ -171,13 +171,17 @@ class FetchProgress:
 
 
 def _size(n: int | None) -> str:
+    """A byte count as people read it: 812 B, 2.3 kB, 41.0 MB, 1.2 GB."""
     if n is None:
         return "size unknown"
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    return f"{n} B"
+    if n < 1000:
+        return f"{n} B"
+    value, unit = n / 1000, "kB"
+    for bigger in ("MB", "GB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, bigger
+    return f"{value:.1f} {unit}"
 
 
 # --- the cache --------------------------------------------------------------------------------------
