@@ -347,7 +347,7 @@ def _kind(dataset: Dataset) -> tuple[str, str]:
             return "yes_no", f"{base}, default_rating: accuracy overall, per category and l2-category"
         return "unsupported:yes_no", f"{base}, {rating}"
     if dataset.runs("evaluate", OCRBENCH):
-        return "ocrbench", "OCRBench.evaluate: an answer found in the response, the count of 1000 per type"
+        return "ocrbench", "an accepted answer found in the response (handwritten formulas: spaces removed, case kept), right answers counted per type"
     return "other", ""
 
 
