@@ -101,6 +101,16 @@ def vlmevalkit_entry(name: str) -> VLMEvalKitEntry | None:
     return entries.get(task.vlmevalkit) if task is not None and task.vlmevalkit else None
 
 
+def entry_for_file(file_name: str) -> VLMEvalKitEntry | None:
+    """The VLMEvalKit dataset released as `file_name` (a spec's `data.file`: "MMStar.tsv"), if one is."""
+    return _by_file().get(file_name)
+
+
+@functools.cache
+def _by_file() -> dict[str, VLMEvalKitEntry]:
+    return {entry.file: entry for entry in vlmevalkit().entries.values()}
+
+
 # --- the type templates ---------------------------------------------------------------------------------------
 
 MCQ_PROMPT = "{hint}{question}\n{options}\nAnswer with the option's letter from the given choices directly."
