@@ -167,6 +167,9 @@ TEMPLATES: dict[str, Template] = {
                          "ocrbench_score", {"task_column": "category"},
                          groups={"text_recognition": OCRBENCH_TEXT_RECOGNITION},
                          tasks={"Handwritten Mathematical Expression Recognition": {"parser": "ocrbench_hme"}}),
+    "ccocr_ocr": Template("CC-OCR text recognition", "the token F1 of the response against the text (words, or "
+                          "characters for Arabic, Japanese, Korean and Chinese splits), macro F1 per split (the tasks)",
+                          "ccocr_ocr", "{question}", 2048, ("accuracy", "mean_score", "ocr_f1"), "ocr_f1"),
 }
 KIND_LABELS = {**{kind: t.label for kind, t in TEMPLATES.items()}, "yes_no": "yes/no", "judge": "judge-graded",
                "video": "video", "interleaved": "interleaved output", "other": "its own scorer"}

@@ -31,6 +31,8 @@ VQA = ("vlmeval/dataset/image_vqa.py", "ImageVQADataset")
 YORN = ("vlmeval/dataset/image_yorn.py", "ImageYORNDataset")
 OCRBENCH = ("vlmeval/dataset/image_vqa.py", "OCRBench")
 TDBENCH = ("vlmeval/dataset/image_mcq.py", "TDBench")
+CCOCR = ("vlmeval/dataset/image_ccocr.py", "CCOCRDataset")
+CCOCR_OCR_GROUPS = ("multi_lan_ocr", "multi_scene_ocr")  # the categories OcrEvaluator scores (token F1)
 
 # ImageMCQDataset.evaluate_heuristic: circular when the name (lowercased) holds one of these; its report
 # function by name; names MMMU and LEGO read otherwise in mcq_vanilla_eval / extract_answer_from_item.
@@ -181,6 +183,18 @@ def check_branches(source: Source) -> list[str]:
     vanilla = ast.unparse(source.module("vlmeval/dataset/utils/multiple_choice.py").functions["mcq_vanilla_eval"])
     if "'MMMU' in dataset_name" not in vanilla:
         problems.append("mcq_vanilla_eval no longer reads MMMU's names apart")
+    evaluators = ast.unparse(source.module("vlmeval/dataset/utils/ccocr_evaluator/__init__.py").tree)
+    ocr = ast.unparse(source.module("vlmeval/dataset/utils/ccocr_evaluator/ocr_evaluator.py").tree)
+    ccocr = ast.unparse(method(CCOCR, "evaluate"))
+    for needle, text in ((f"'{CCOCR_OCR_GROUPS[0]}': OcrEvaluator('{CCOCR_OCR_GROUPS[0]}')", evaluators),
+                         (f"'{CCOCR_OCR_GROUPS[1]}': OcrEvaluator('{CCOCR_OCR_GROUPS[1]}')", evaluators),
+                         ("if dataset_name in ['Arabic', 'Japanese', 'Korean'] or 'zh' in dataset_name:", ocr),
+                         ("if 'multi_scene_ocr' in self.group_name and is_word_level:", ocr),
+                         ("final_macro_f1 = sum(macro_f1_list) / (len(macro_f1_list) + 1e-09)", ocr),
+                         ("if 'lan_ocr' in key:", ccocr), ("elif 'scene_ocr' in key:", ccocr),
+                         ("res['total'] = sum(category_averages) / len(category_averages)", ccocr)):
+        if needle not in text:
+            problems.append(f"CC-OCR's scoring no longer holds {needle!r}")
     td = ast.unparse(source.module(TDBENCH[0]).classes[TDBENCH[1]].methods["do_evaluate"])
     for needle in ("mcq_vanilla_eval(model, data, meta", "acc = report_acc(data)"):
         if needle not in td:
@@ -346,6 +360,12 @@ def _kind(dataset: Dataset) -> tuple[str, str]:
         if rating == "default_rating":
             return "yes_no", f"{base}, default_rating: accuracy overall, per category and l2-category"
         return "unsupported:yes_no", f"{base}, {rating}"
+    if dataset.runs("evaluate", CCOCR):
+        group = next((g for g in CCOCR_OCR_GROUPS if f"/{g}/" in (dataset.url or "")), None)
+        if group is None:
+            return "other", ""
+        return "ccocr_ocr", (f"{group} rows: OcrEvaluator's token F1 (words, or characters for Arabic, Japanese, "
+                             "Korean and zh splits), macro F1 per sub-dataset, the groups' mean")
     if dataset.runs("evaluate", OCRBENCH):
         return "ocrbench", "an accepted answer found in the response (handwritten formulas: spaces removed, case kept), right answers counted per type"
     return "other", ""

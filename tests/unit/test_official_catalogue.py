@@ -4,12 +4,14 @@
 catalogue spec reads it (rows in VLMEvalKit's TSV layout, recorded answers; `make_catalogue.py`):
 multiple choice read by can_infer with two splits (SEEDBench2_Plus), CircularEval (MMBench_DEV_EN_V11),
 MMT-Bench's report on multi-image rows (MMT-Bench_VAL_MI), ANLS (InfoVQA_VAL), exact match on the best answer
-(OCRVQA_TESTCORE) and on the share of answers (GQA_TestDev_Balanced), OCRBench's count (OCRBench_MINI), and
-TDBench's own evaluate (tdbench_rot0). Expected numbers: VLMEvalKit's own evaluate run on them
+(OCRVQA_TESTCORE) and on the share of answers (GQA_TestDev_Balanced), OCRBench's count (OCRBench_MINI),
+TDBench's own evaluate (tdbench_rot0), and CC-OCR's token F1 on words of letters and digits
+(CCOCR_MultiSceneOcr_Cord) and on characters (CCOCR_MultiLanOcr_Japanese, CCOCR_MultiSceneOcr_ZhDoc). Expected numbers: VLMEvalKit's own evaluate run on them
 (`fixtures/official/reference_scores_catalogue.json`): repository open-compass/VLMEvalKit, commit
 e8e78f05f3080fe28154f2130321f17951c3be94, the class the catalogue names for each (ImageMCQDataset.evaluate →
 evaluate_heuristic, judge exact_matching; ImageVQADataset.evaluate → evaluate_heuristic; OCRBench.evaluate;
-TDBench.evaluate → do_evaluate), files vlmeval/dataset/image_mcq.py, image_vqa.py,
+TDBench.evaluate → do_evaluate; CCOCRDataset.evaluate), files vlmeval/dataset/image_mcq.py, image_vqa.py,
+image_ccocr.py, utils/ccocr_evaluator/ocr_evaluator.py,
 utils/multiple_choice.py (mcq_vanilla_eval, mcq_circular_eval, report_acc, report_acc_MMT),
 utils/vqa_eval.py (process_line, hit_calculate), vlmeval/utils/matching_util.py (can_infer),
 vlmeval/smp/file.py (load, dump: the .xlsx prediction file). Command in fixtures/official/README.md:
@@ -50,7 +52,8 @@ def test_the_fixtures_cover_every_template_but_those_the_hand_written_sweeps_che
     kinds = {vlmevalkit().entries[name].kind for name in NAMES}
     # vqa_score (TextVQA_VAL) and vqa_relaxed (ChartQA_TEST) have no catalogue spec: the hand-written textvqa and
     # chartqa specs hold those names, with the same settings, and test_official_reading checks them
-    assert kinds == {"mcq", "mcq_circular", "mcq_mmt", "vqa_anls", "vqa_exact", "vqa_exact_mean", "ocrbench"}
+    assert kinds == {"mcq", "mcq_circular", "mcq_mmt", "vqa_anls", "vqa_exact", "vqa_exact_mean", "ocrbench",
+                     "ccocr_ocr"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -64,6 +67,8 @@ def test_every_row_is_scored_as_vlmevalkit_scores_it(runs: dict[str, ReplayRun],
         for index, record in _by_index(records).items():
             passes.setdefault(index % 1_000_000, []).append(bool(record["correct"]))
         assert {str(q): int(all(p)) for q, p in passes.items()} == reference
+    elif kind == "ccocr_ocr":  # VLMEvalKit's float arithmetic, 1e-9 terms included: equal to the last bit
+        assert [r["score"] for _, r in sorted(_by_index(records).items())] == reference
     elif kind.startswith("vqa"):
         scores = [r["score"] for _, r in sorted(_by_index(records).items())]
         assert scores == pytest.approx(reference, abs=1e-12)
@@ -124,6 +129,15 @@ def test_ocrbench_counts_per_type_equal_vlmevalkits(runs: dict[str, ReplayRun]) 
         assert metrics[f"{kind}.ocrbench_score"] == report[kind], kind
 
 
+@pytest.mark.parametrize("name", ["CCOCR_MultiSceneOcr_Cord", "CCOCR_MultiLanOcr_Japanese", "CCOCR_MultiSceneOcr_ZhDoc"])
+def test_ccocr_macro_f1_equals_vlmevalkits_total(runs: dict[str, ReplayRun], name: str) -> None:
+    report = REFERENCE[name]["report"]
+    metrics = runs[name].result.metrics
+    assert metrics["ocr_f1"] == report["total"]
+    split = next(iter({r["split"] for r in runs[name].records}))
+    assert metrics[f"{split}.ocr_f1"] == report["total"]
+
+
 def test_responses_reach_the_scorers_as_vlmevalkits_prediction_file_hands_them(runs: dict[str, ReplayRun]) -> None:
     """A response "N/A" is "nan" once VLMEvalKit's .xlsx prediction file is read back; so is the answer cell, so
     ANLS matches them; a carriage return is "_x000D_", so "A\\r\\n" names no option."""
@@ -166,6 +180,8 @@ def test_one_run_by_vlmevalkit_names_gives_vlmevalkits_numbers(pytester: pytest.
     assert headline["OCRBench_MINI"] == REFERENCE["OCRBench_MINI"]["report"]["Final Score"]
     for name in ("InfoVQA_VAL", "OCRVQA_TESTCORE", "GQA_TestDev_Balanced"):
         assert headline[name] * 100 == pytest.approx(REFERENCE[name]["report"]["Overall"][0]), name
+    for name in ("CCOCR_MultiSceneOcr_Cord", "CCOCR_MultiLanOcr_Japanese", "CCOCR_MultiSceneOcr_ZhDoc"):
+        assert headline[name] == REFERENCE[name]["report"]["total"], name
     seed = REFERENCE["SEEDBench2_Plus"]["report"]
     for split, overall in zip(seed["split"], seed["Overall"]):
         assert benchmarks["SEEDBench2_Plus"]["metrics"][split] == pytest.approx(overall)
