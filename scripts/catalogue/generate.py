@@ -77,7 +77,7 @@ def vlmevalkit_entries(root: Path, peers: dict[str, list[str]]) -> tuple[list[di
         entries.append({
             "name": dataset.name,
             "file": f"{dataset.name}.tsv",
-            "url": dataset.url,
+            "url": dataset.url if isinstance(dataset.url, str) else None,
             "md5": dataset.md5,
             "modality": dataset.modality,
             "dataset_class": dataset.info.name,
@@ -93,21 +93,22 @@ def vlmevalkit_entries(root: Path, peers: dict[str, list[str]]) -> tuple[list[di
     return entries, [vars(s) for s in skipped if s.class_file]
 
 
-def lmms_eval_entries(root: Path) -> list[dict[str, Any]]:
+def lmms_eval_entries(root: Path, pairs: dict[str, str]) -> list[dict[str, Any]]:
     return [{"task": t.task, "yaml": t.yaml, "dataset_path": t.dataset_path, "dataset_name": t.dataset_name,
              "revision": t.revision, "split": t.split, "metrics": t.metrics, "modality": t.modality,
-             "vlmevalkit": PEERS.get(t.task)} for t in lmms_eval.read_tasks(root) if t.modality == "image"]
+             "vlmevalkit": pairs.get(t.task)} for t in lmms_eval.read_tasks(root) if t.modality == "image"]
 
 
-def documents(vlmevalkit_root: Path, lmms_root: Path, vlmevalkit_commit: str, lmms_commit: str) -> dict[str, str]:
-    """{file name: text} of the catalogue."""
-    tasks = lmms_eval_entries(lmms_root)
+def documents(vlmevalkit_root: Path, lmms_root: Path, vlmevalkit_commit: str, lmms_commit: str,
+              pairs: dict[str, str] = PEERS) -> dict[str, str]:
+    """{file name: text} of the catalogue (`pairs`: lmms-eval task → VLMEvalKit dataset)."""
+    tasks = lmms_eval_entries(lmms_root, pairs)
     names = {t["task"] for t in tasks}
-    missing = sorted(set(PEERS) - names)
+    missing = sorted(set(pairs) - names)
     if missing:
         raise SystemExit(f"PEERS names lmms-eval tasks this source has no image task for: {missing}")
     peers: dict[str, list[str]] = {}
-    for task, name in PEERS.items():
+    for task, name in pairs.items():
         peers.setdefault(name, []).append(task)
     entries, skipped = vlmevalkit_entries(vlmevalkit_root, peers)
     unknown = sorted(set(peers) - {e["name"] for e in entries})
@@ -127,7 +128,7 @@ def _dump(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, pairs: dict[str, str] = PEERS) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vlmevalkit", type=Path, required=True, help="VLMEvalKit's source at the commit")
     parser.add_argument("--lmms-eval", type=Path, required=True, help="lmms-eval's source at the commit")
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--check", action="store_true", help="compare with the files in --out, write nothing")
     args = parser.parse_args(argv)
-    written = documents(args.vlmevalkit, args.lmms_eval, args.vlmevalkit_commit, args.lmms_eval_commit)
+    written = documents(args.vlmevalkit, args.lmms_eval, args.vlmevalkit_commit, args.lmms_eval_commit, pairs)
     stale = [n for n, text in written.items()
              if not (args.out / n).is_file() or (args.out / n).read_text(encoding="utf-8") != text]
     if args.check:

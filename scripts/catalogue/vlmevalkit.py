@@ -119,8 +119,20 @@ def read_datasets(root: Path) -> tuple[list[Dataset], list[Skipped], Source]:
                     continue
                 url = urls.get(name) if isinstance(urls, dict) else None
                 md5 = md5s.get(name) if isinstance(md5s, dict) else None
-                seen[name] = Dataset(name, info, mro, url or None, md5 or None, kind, modality)
+                seen[name] = Dataset(name, info, mro, _url(url), md5 if _is_md5(md5) else None, kind, modality)
     return list(seen.values()), skipped, source
+
+
+def _url(value: Any) -> str | list[str] | None:
+    """A download URL (or a list of parts); any other value (VLMEvalKit writes '' or 'None' for data it builds
+    itself) is none."""
+    if isinstance(value, list) and all(isinstance(v, str) and v.startswith(("https://", "http://")) for v in value):
+        return value
+    return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
+
+
+def _is_md5(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdefABCDEF" for c in value)
 
 
 def _attribute(evaluator: Evaluator, mro: list[ClassInfo], name: str, default: Any = None) -> Any:
@@ -299,6 +311,9 @@ def classify(dataset: Dataset, source: Source, reasons: dict[str, str]) -> Scori
     skip = skip_reason(name, reasons)
     if skip is not None:
         return Scoring(kind, scorer, where, False, f"no ground truth here: run.py does not score it ({skip})")
+    if isinstance(dataset.url, list):
+        return Scoring(kind, scorer, where, False, f"data not a released TSV: released in {len(dataset.url)} parts, "
+                       f"which {dataset.info.name} joins when it downloads them")
     if not dataset.url:
         return Scoring(kind, scorer, where, False, "data not a released TSV: no download URL (built by "
                        f"{_where(dataset.owner('load_data'), 'load_data')})")
@@ -357,8 +372,6 @@ def _kind(dataset: Dataset) -> tuple[str, str]:
     if dataset.runs("evaluate", YORN):
         rating = _first(name, YORN_RATINGS, "default_rating")
         base = "YOrN_Extraction (exact_matching, no judge)"
-        if rating == "default_rating":
-            return "yes_no", f"{base}, default_rating: accuracy overall, per category and l2-category"
         return "unsupported:yes_no", f"{base}, {rating}"
     if dataset.runs("evaluate", CCOCR):
         group = next((g for g in CCOCR_OCR_GROUPS if f"/{g}/" in (dataset.url or "")), None)
