@@ -30,12 +30,13 @@ import pytest
 
 from pytest_mllm.engine.catalogue import vlmevalkit
 from pytest_mllm.record import Record
+from pytest_mllm.scoring.references import score_answer
 
 from official_runs import ReplayRun, replay_run
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "official"
 REFERENCE = json.loads((FIXTURES / "reference_scores_catalogue.json").read_text(encoding="utf-8"))
-NAMES = sorted(REFERENCE)
+NAMES = sorted(name for name in REFERENCE if name != "list_cells")
 MMT_ABBREVIATIONS = {"emotion": "Emo", "anomaly_detection": "AND", "counting": "Count"}
 
 
@@ -146,6 +147,19 @@ def test_responses_reach_the_scorers_as_vlmevalkits_prediction_file_hands_them(r
     assert info[5]["score"] == 1.0
     seed = _by_index(runs["SEEDBench2_Plus"].records)
     assert seed[8]["read_response"] == "A_x000D_\n" and not seed[8]["correct"]
+
+
+@pytest.mark.parametrize("case", REFERENCE["list_cells"], ids=lambda c: f"{c['cell']}-{c['prediction']}")
+def test_list_looking_answer_cells_score_as_the_exact_match_metrics_score_them(case: dict[str, Any]) -> None:
+    """A cell that computes to a list of text is its items; "[Gambia, Niger]" is text; a list holding a number
+    stops VLMEvalKit's metric (AttributeError), and "[]" gives it no number (ValueError, NaN): that row's error."""
+    for name, parser in (("OCRVQA_TESTCORE", "exact_match_max"), ("GQA_TestDev_Balanced", "exact_match_mean")):
+        expected = case[name]
+        if expected is None or isinstance(expected, str):
+            with pytest.raises(ValueError):
+                score_answer(parser, case["prediction"], [case["cell"]])
+        else:
+            assert score_answer(parser, case["prediction"], [case["cell"]])[0] == expected, name
 
 
 def _answers(tmp_path: Path, runs: dict[str, Any]) -> Path:
