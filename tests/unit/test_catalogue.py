@@ -136,10 +136,11 @@ def test_at_least_a_hundred_image_benchmarks_run_by_their_vlmevalkit_name() -> N
         assert catalogue.entry_for_file(spec.data_file) == entry
 
 
-def test_the_committed_specs_are_what_the_templates_give() -> None:
-    expected = _script("specs").expected()
+def test_the_committed_specs_and_page_are_what_the_templates_give() -> None:
+    specs = _script("specs")
     committed = {p.name: p.read_text(encoding="utf-8") for p in catalogue.specs_folder().glob("*.yaml")}
-    assert committed == expected
+    assert committed == specs.expected()
+    assert specs.PAGE.read_text(encoding="utf-8") == specs.page()  # docs/catalogue.md
 
 
 def test_lmms_eval_names_find_the_benchmark_they_map_to() -> None:
