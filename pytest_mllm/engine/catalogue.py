@@ -137,13 +137,15 @@ class Template:
 
 
 _MCQ_READ = "the option read by VLMEvalKit's rule-based matching (can_infer, no judge)"
+# report_acc breaks categories down per split; here they span the splits: the same numbers for a file of one split
+_POOLED = " (categories over all splits: VLMEvalKit's per split where the file has several)"
 TEMPLATES: dict[str, Template] = {
-    "mcq": Template("multiple choice", f"{_MCQ_READ}; accuracy per split (the tasks), category and l2-category",
+    "mcq": Template("multiple choice", f"{_MCQ_READ}; accuracy per split (the tasks), category and l2-category{_POOLED}",
                     "choice", MCQ_PROMPT, 8, ("accuracy", "category")),
     "mcq_circular": Template(
         "multiple choice, circular",
         f"{_MCQ_READ}; CircularEval: rows index + k*1000000 rotate question index's options, which counts only when "
-        "every rotation is right; per split (the tasks), category and l2-category",
+        f"every rotation is right; per split (the tasks), category and l2-category{_POOLED}",
         "choice", MCQ_PROMPT, 8, ("accuracy", "circular", "category"), "circular_accuracy"),
     "mcq_mmt": Template(
         "multiple choice, MMT-Bench report",
