@@ -380,7 +380,8 @@ def _kind(dataset: Dataset) -> tuple[str, str]:
         return "ccocr_ocr", (f"{group} rows: OcrEvaluator's token F1 (words, or characters for Arabic, Japanese, "
                              "Korean and zh splits), macro F1 per sub-dataset, the groups' mean")
     if dataset.runs("evaluate", OCRBENCH):
-        return "ocrbench", "an accepted answer found in the response (handwritten formulas: spaces removed, case kept), right answers counted per type"
+        return "ocrbench", ("an accepted answer found in the response (handwritten formulas: spaces removed, case "
+                            "kept), right answers counted per type")
     return "other", ""
 
 

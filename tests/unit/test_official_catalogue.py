@@ -6,7 +6,8 @@ multiple choice read by can_infer with two splits (SEEDBench2_Plus), CircularEva
 MMT-Bench's report on multi-image rows (MMT-Bench_VAL_MI), ANLS (InfoVQA_VAL), exact match on the best answer
 (OCRVQA_TESTCORE) and on the share of answers (GQA_TestDev_Balanced), OCRBench's count (OCRBench_MINI),
 TDBench's own evaluate (tdbench_rot0), and CC-OCR's token F1 on words of letters and digits
-(CCOCR_MultiSceneOcr_Cord) and on characters (CCOCR_MultiLanOcr_Japanese, CCOCR_MultiSceneOcr_ZhDoc). Expected numbers: VLMEvalKit's own evaluate run on them
+(CCOCR_MultiSceneOcr_Cord) and on characters (CCOCR_MultiLanOcr_Japanese, CCOCR_MultiSceneOcr_ZhDoc).
+Expected numbers: VLMEvalKit's own evaluate run on them
 (`fixtures/official/reference_scores_catalogue.json`): repository open-compass/VLMEvalKit, commit
 e8e78f05f3080fe28154f2130321f17951c3be94, the class the catalogue names for each (ImageMCQDataset.evaluate →
 evaluate_heuristic, judge exact_matching; ImageVQADataset.evaluate → evaluate_heuristic; OCRBench.evaluate;
