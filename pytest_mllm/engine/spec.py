@@ -199,7 +199,8 @@ def find_spec(name_or_path: str) -> Path:
         return found
     if (reason := catalogue.why_not(name_or_path)) is not None:
         raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
-    close = difflib.get_close_matches(name_or_path, [*bundled, *ALIASES, *catalogue.known_names()], n=3, cutoff=0.7)
+    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7),
+                             *difflib.get_close_matches(name_or_path, catalogue.known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
     raise SpecError(
