@@ -159,7 +159,7 @@ def test_a_catalogue_name_that_cannot_run_says_why(name: str, reason: str) -> No
 
 
 def test_an_unknown_name_suggests_catalogue_names() -> None:
-    with pytest.raises(SpecError, match="did you mean 'MMStar_KO'"):
+    with pytest.raises(SpecError, match="did you mean 'MMStar' or 'MMStar_KO'"):
         find_spec("MMStar_K0")
 
 
