@@ -24,6 +24,13 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
     parsed = get_parser(record["parser"])(text, sample)
     if record["parser"] in SCORED_PARSERS:
         return _score_against_references(record, sample, response, parsed)
+    if record["parser"] == "ccocr_ocr":  # CC-OCR's token F1, read as the row's split and category say
+        from pytest_mllm.scoring.ccocr import row_f1
+
+        score, correct = row_f1(text, sample.answer, sample.split, sample.category)
+        record.update(response=response.text, parsed=parsed, score=score, correct=correct,
+                      status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+        return record
     if record["parser"] == "mmmu":  # MMMU's own verdict: its option reading, or its open-answer matching
         from pytest_mllm.scoring.mmmu import verdict
 
