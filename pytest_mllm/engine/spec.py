@@ -103,14 +103,21 @@ class BenchmarkSpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES`) when it
-        is bundled; --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m markers take each of them."""
+        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES` for a bundled
+        spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
+        markers take each of them."""
         bundled = bundled_specs()
         key = self.path.stem
-        if bundled.get(key) != self.path:
-            return (self.name,)
-        return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
-                                                      if target == key and alias not in bundled)]))
+        if bundled.get(key) == self.path:
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
+                                                          if target == key and alias not in bundled)]))
+        from pytest_mllm.engine import catalogue
+
+        if self.path.parent == catalogue.specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
+            entry = catalogue.vlmevalkit_entry(self.name)
+            others = entry.lmms_eval if entry is not None else ()
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
+        return (self.name,)
 
     @property
     def env_vars(self) -> tuple[str, ...]:
@@ -550,23 +557,23 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             "overriding the dataset card's files)."),
                                   examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
         url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
-            "Where the released data file is downloaded from when no data root is given (with md5; saved "
-            "under the name in file): fetched once into the data cache, verified, reused."),
+            "Where the released data file is downloaded from when no data root is given (saved under the name "
+            "in file): fetched once into the data cache, checked against md5, reused."),
             examples=["https://opencompass.openxlab.space/utils/VLMEval/MMStar.tsv"])
         md5: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{32}$")] | None = Field(
-            None, description="The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
-                              "deleted and is an error.")
+            None, description=("The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
+                               "deleted and is an error. Without it (a file whose publisher gives none) the first "
+                               "download's MD5 is recorded and checked afterwards."))
         hub: HubSection | None = Field(None, description=(
             "A Hugging Face dataset fetched when no data root is given (needs the extra hub): the files of "
             "loader_options.split, each checked against the hub's record of the commit."))
 
         @model_validator(mode="after")
         def _source_is_whole(self) -> DataSection:
-            if (self.url is None) != (self.md5 is None):
-                raise fail("data.md5" if self.md5 is None else "data.url",
-                           "url and md5 go together: the download is checked against the digest")
+            if self.md5 is not None and self.url is None:
+                raise fail("data.url", "md5 is the digest of the file at url: give url too")
             if self.url is not None and self.hub is not None:
-                raise fail("data.hub", "give url and md5, or hub, not both")
+                raise fail("data.hub", "give url (and md5), or hub, not both")
             return self
 
     class TaskSection(BaseModel):

@@ -75,14 +75,28 @@ def test_a_spec_names_its_download_by_url_and_md5_or_by_hub(tmp_path: Path) -> N
     spec = _spec(tmp_path, {"hub": {"repo": "org/bench", "revision": "0" * 40}}, loader_options={"split": "val"})
     assert spec.download == HubSource(name="bench", repo="org/bench", revision="0" * 40, split="val")
     assert _spec(tmp_path, {"file": "B.tsv"}).download is None
+    unpublished = _spec(tmp_path, {"file": "B.tsv", "url": "https://host/x/B.tsv"})  # a publisher giving no MD5
+    assert unpublished.download == FileSource(name="bench", url="https://host/x/B.tsv", md5=None, filename="B.tsv")
+
+
+def test_every_catalogue_spec_fetches_its_entrys_file_and_answers_to_lmms_evals_names() -> None:
+    from pytest_mllm.engine import catalogue
+
+    specs = [load_spec(path) for path in sorted(catalogue.specs_folder().glob("*.yaml"))]
+    assert len(specs) > 80
+    for spec in specs:
+        entry = catalogue.vlmevalkit_entry(spec.name)
+        assert spec.download == FileSource(name=spec.name, url=entry.url, md5=entry.md5, filename=entry.file)
+    seed = load_spec(find_spec("seedbench_2_plus"))  # lmms-eval's task name for VLMEvalKit's SEEDBench2_Plus
+    assert seed.names == ("SEEDBench2_Plus", "seedbench_2_plus")
+    assert seed.env_vars == ("MLLM_DATA_SEEDBENCH2_PLUS", "MLLM_DATA_SEEDBENCH_2_PLUS")
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"file": "B.tsv", "url": "https://host/B.tsv"}, "field 'data.md5': url and md5 go together"),
-    ({"file": "B.tsv", "md5": "a" * 32}, "field 'data.url': url and md5 go together"),
+    ({"file": "B.tsv", "md5": "a" * 32}, "field 'data.url': md5 is the digest of the file at url: give url too"),
     ({"url": "ftp://host/B.tsv", "md5": "a" * 32}, "field 'data.url': 'ftp://host/B.tsv' must be an http(s) URL"),
     ({"url": "https://host/B.tsv", "md5": "ABC"}, "field 'data.md5': 'ABC' must be an MD5 digest"),
-    ({"url": "https://host/B.tsv", "md5": "a" * 32, "hub": {"repo": "o/n"}}, "field 'data.hub': give url and md5, or hub"),
+    ({"url": "https://host/B.tsv", "md5": "a" * 32, "hub": {"repo": "o/n"}}, "field 'data.hub': give url (and md5), or hub"),
     ({"hub": {"repo": "no-owner"}}, "field 'data.hub.repo': 'no-owner' must be a dataset repository id"),
     ({"hub": {"repo": "o/n", "rev": "x"}}, "field 'data.hub.rev': unknown field; allowed fields: repo, revision"),
 ])
