@@ -182,7 +182,7 @@ def test_the_fetch_command_names_what_it_cannot_fetch(tmp_path: Path) -> None:
     unknown = subprocess.run([sys.executable, "-m", "pytest_mllm.engine.fetch_cli", "--cache", str(tmp_path),
                               "fetch", "MMStr"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'MMStr'" in unknown.stderr
-    assert "did you mean 'MMStar'?" in unknown.stderr
+    assert "did you mean 'MMStar'" in unknown.stderr
     nothing = subprocess.run([sys.executable, "-m", "pytest_mllm.engine.fetch_cli", "--cache", str(tmp_path),
                               "fetch", "mme"], capture_output=True, text=True, timeout=60)
     assert nothing.returncode == 1 and nothing.stderr.startswith(
