@@ -25,7 +25,7 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.record import OriginalAnswer, Record
+from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
 if TYPE_CHECKING:
@@ -273,14 +273,16 @@ class Evaluation:
     def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         if self.prompts is None:
             return self.evaluator.evaluate(items)
+        from pytest_mllm.tpeval.report import ORIGINAL, OriginalAnswer
+
         records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])
         customized = [n for n, (s, _) in enumerate(items) if s.task in self.prompts.tasks]
         originals = self.evaluator.evaluate([items[n] for n in customized])
         for n, original in zip(customized, originals):
             record, sample = records[n], items[n][0]
-            record["original"] = OriginalAnswer(
+            ORIGINAL.put(record, OriginalAnswer(
                 prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
-                correct=original["correct"], status=original["status"], error=original["error"])
+                correct=original["correct"], status=original["status"], error=original["error"]))
             if self.optimized_on(sample):
                 record.update(status="error", correct=None, error=(
                     f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
