@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypedDict, TypeVar
 
 
-class SampleError(Exception):
+class MessageOnly(Exception):
+    """A failure whose message says all a person needs: its test shows the message (and its notes), no
+    traceback."""
+
+
+class SampleError(MessageOnly):
     """A sample errored (bad data, unreadable image, model crash): its test errors with this message."""
 
 
