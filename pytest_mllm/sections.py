@@ -71,8 +71,13 @@ class HtmlPart:
 class HtmlPage(Protocol):
     """What the HTML report lends a section to build its part (`report/html.py`)."""
 
-    charts: bool  # matplotlib is installed
-    settings: Mapping[str, Any]  # the run's settings, as the results document holds them
+    @property
+    def charts(self) -> bool:
+        """Whether charts can be drawn (matplotlib is installed)."""
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The run's settings, as the results document holds them."""
 
     def render(self, template: str, **context: Any) -> Any:
         """A template of the report's folder, rendered with autoescaping, as markup."""

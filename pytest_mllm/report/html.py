@@ -308,7 +308,7 @@ def _scores_section(document: Document) -> Section | None:
         rows += [("task", task, scope) for task, scope in (scopes.get("tasks") or {}).items()]
         categories = [(level, label, scope) for key, level in (("l2_categories", "l2"), ("categories", "category"))
                       for label, scope in (scopes.get(key) or {}).items()]
-        undefined = scopes.get("undefined") if isinstance(scopes.get("undefined"), Mapping) else {}
+        undefined: Mapping[str, Any] = scopes["undefined"] if isinstance(scopes.get("undefined"), Mapping) else {}
         shown = [c for c in sections.columns() if c.shown
                  and (c.key in undefined or any(c.key in scope for _, _, scope in rows))]
         intervals = bench.get("intervals")

@@ -4,7 +4,7 @@ the gates."""
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_mllm import sections
 from pytest_mllm.echo import printable
@@ -59,7 +59,7 @@ def header(key: str) -> str:
     return "acc %" if key == "accuracy" else found.header if found is not None else key
 
 
-def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], str | None]],
+def _table(title: str, cols: list[str], rows: Sequence[tuple[str, dict[str, Any], str | None]],
            extra: dict[str, dict[str, str]]) -> Any:
     from rich.table import Table
     from rich.text import Text
@@ -111,7 +111,8 @@ def benchmark_tables(result: BenchmarkResult) -> list[Any]:
              + f" · headline: {spec.headline} · {_units_note(_columns(result))}")
     rows = [(label, scope, key) for label, key, scope in _scopes(result)]
     times = {**_uncertainty_column(result), "time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
-    tables = [_table(title, _columns(result), rows, times)]
+    tables: list[Any] = [_table(title, _columns(result), rows, times)]
+    tables += [f"{spec.name}: {c.note}" for c in _present(result) if c.shown and c.table is None and c.note]
     if result.records and result.intervals_note:
         from rich.text import Text
 
