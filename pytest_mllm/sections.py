@@ -192,10 +192,12 @@ def all_sections() -> tuple[Section, ...]:
 
 
 def with_parts(scopes: Mapping[str, Any]) -> Iterator[tuple[Section, Mapping[str, Any]]]:
-    """(section, its part) for each section whose part a benchmark's scopes hold (a non-empty mapping)."""
-    for section in all_sections():
-        part = scopes.get(section.name)
-        if isinstance(part, Mapping) and part:
+    """(section, its part) for each section whose part a benchmark's scopes hold (a non-empty mapping), in
+    the scopes' order (that of the metrics computing them); called for every bootstrap resample."""
+    _discover()
+    for key, part in scopes.items():
+        section = _REGISTERED.get(key)
+        if section is not None and part and isinstance(part, Mapping):
             yield section, part
 
 

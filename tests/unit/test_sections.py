@@ -201,3 +201,10 @@ def test_each_method_says_its_result_in_one_markdown_line() -> None:
     tp = {"original_accuracy": 0.5, "optimized_accuracy": 0.625, "samples": 8, "improved_tasks": 1, "task_count": 2}
     assert found["tp_eval"].markdown("s", tp) == [
         "- s, customized prompts: accuracy 50.00 % → 62.50 % on 8 samples, 1 of 2 tasks improved"]
+
+
+def test_a_section_names_only_registered_metrics() -> None:
+    registered = {metric.name for metric in metrics.METRICS}
+    for section in sections.all_sections():
+        assert set(section.metrics) <= registered, (section.name, section.metrics)
+        assert section.metrics or not (section.columns or section.gate_values), section.name  # whose values?
