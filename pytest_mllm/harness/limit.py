@@ -12,7 +12,9 @@ so a smoke run compares with one there; the selection of a smaller N is part of 
 answers cached by a smoke run are reused when the limit grows; and a user can see which samples
 ran from the file alone. Per task rather than per benchmark, so that every task shows in the scores.
 
-The limit applies after `-k` and `-m` (the first N of the selected samples of each task) and before
+Only sample tests are limited (a benchmark file's, a `@pytest.mark.mllm_bench` test's); other tests, such as
+one test per task, are left as they are. The limit applies after `-k` and `-m` (the first N of the selected
+samples of each task) and before
 `--mllm-shard` (shards split the limited run). The results' settings record it: N, and per
 benchmark the sample tests kept and the total they were chosen from.
 """
@@ -30,15 +32,10 @@ from pytest_mllm.sample import BadSample, Sample, SkippedSample
 
 
 def read_limit(config: pytest.Config) -> int | None:
-    """--mllm-limit=N: at least 1; a limit on an evaluation's samples, not on TP-Eval's optimization."""
+    """--mllm-limit=N: at least 1 (a limit on sample tests; tests of other kinds are left as they are)."""
     value = config.getoption("mllm_limit")
-    if value is None:
-        return None
-    if value < 1:
+    if value is not None and value < 1:
         raise pytest.UsageError(f"--mllm-limit must be at least 1 sample per task, got {value}")
-    if config.getoption("mllm_optimize"):
-        raise pytest.UsageError("--mllm-limit limits the samples of an evaluation, not a TP-Eval optimization "
-                                "(--mllm-optimize): leave one of them out")
     return value
 
 

@@ -1,12 +1,14 @@
-"""The files a run writes at its end: results JSON, HTML report, VRPTEST's radar chart, MME's results format."""
+"""The files a run writes at its end: results JSON, HTML report, and the sections' own files (each asked
+for by its option)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm import sections
 from pytest_mllm.engine.output_paths import Input, Output, OutputError, check_outputs
 from pytest_mllm.report.results import BenchmarkResult
 
@@ -19,10 +21,9 @@ class Outputs:
 
     json_path: Path | None = None
     html_path: Path | None = None
-    mme_results: Path | None = None
-    vrp_radar: Path | None = None
     markdown_path: Path | None = None  # --mllm-markdown
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY: the summary is appended to it
+    section_files: Mapping[str, Path | None] = field(default_factory=dict)  # a section's option → its path
 
     def check(self, inputs: Iterable[Input] = (), also: Iterable[Output] = ()) -> None:
         """Before anything runs: each output (these and `also`) is distinct from the run's inputs and from
@@ -30,10 +31,11 @@ class Outputs:
 
         OutputError names the option, the path and the fix.
         """
+        declared = sections.output_files()
+        files = [(option, path, declared[option][1].folder) for option, path in self.section_files.items()]
         check_outputs([Output(option, path, folder) for option, path, folder in (
-            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False),
-            ("--mllm-vrp-radar", self.vrp_radar, False), ("--mllm-markdown", self.markdown_path, False),
-            ("--mllm-mme-results", self.mme_results, True))
+            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False), *files,
+            ("--mllm-markdown", self.markdown_path, False))
             if path is not None] + list(also), inputs)
 
     def write(self, document: dict[str, Any], results: dict[str, BenchmarkResult]) -> list[tuple[str, Path]]:
@@ -49,12 +51,10 @@ class Outputs:
 
             write_html(document, self.html_path)
             written.append(("HTML report", self.html_path))
-        if self.vrp_radar:
-            from pytest_mllm.vrp.radar import write_radar
-
-            write_radar({name: r.scopes.get("vrp") or {} for name, r in results.items()}, self.vrp_radar)
-        if self.mme_results:
-            from pytest_mllm.loaders.mme_results import write_mme_results
-
-            write_mme_results([r for res in results.values() for r in res.records], self.mme_results)
+        declared = sections.output_files()
+        for option, path in self.section_files.items():
+            if path is not None:
+                what = declared[option][0].write(option, path, results)
+                if what:
+                    written.append((what, path))
         return written
