@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.evaluator import Evaluator, failed_batch_error, sample_record
+from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
@@ -91,6 +92,7 @@ class EvaluationSettings:
     worker: bool = False  # one of several processes sharing the CPU cores
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
+    data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
 
 
 class Evaluation:
@@ -220,7 +222,7 @@ class Evaluation:
 
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
         """All samples of a benchmark, with their VRP variants in grid and full mode."""
-        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
+        root = spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
         samples = load_samples(spec, root)
         mode = self.variant_mode(spec)
         if mode == "none":

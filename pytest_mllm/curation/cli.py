@@ -107,7 +107,7 @@ def _data_root(spec: BenchmarkSpec, data: Sequence[str]) -> Path | None:
         match = _DATA_OVERRIDE.match(value)
         name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
         overrides[name] = path
-    return spec.resolve_data_root(overrides.get(spec.name) or overrides.get(""))
+    return spec.resolve_data_root(spec.data_override(overrides))
 
 
 def _check_panel(args: argparse.Namespace) -> None:

@@ -185,7 +185,8 @@ def spec_document(entry: VLMEvalKitEntry, commit: str) -> dict[str, Any]:
         "version": entry.md5 or "",
         "description": f"{entry.name} from VLMEvalKit's catalogue ({template.label}): {template.scored_by}.",
         "loader": "tsv",
-        "data": {"file": entry.file},
+        "data": {"file": entry.file, **({"url": entry.url} if entry.url else {}),  # fetched when no folder is given
+                 **({"md5": entry.md5} if entry.md5 else {})},
         "parser": template.parser,
         "prompt": template.prompt,
         "max_new_tokens": template.max_new_tokens,

@@ -15,9 +15,12 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pytest_mllm.echo import excerpt
+
+if TYPE_CHECKING:
+    from pytest_mllm.engine.fetch import DataCache, Source
 
 LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
 GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
@@ -86,6 +89,7 @@ class BenchmarkSpec:
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
+    download: Source | None = None  # where the data is fetched from when no data root is given (engine/fetch.py)
 
     @property
     def subset_path(self) -> Path | None:
@@ -95,7 +99,30 @@ class BenchmarkSpec:
     @property
     def env_var(self) -> str:
         """The environment variable that can point at this benchmark's data root."""
-        return "MLLM_DATA_" + re.sub(r"[^A-Z0-9]", "_", self.name.upper())
+        return data_variable(self.name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES` for a bundled
+        spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
+        markers take each of them."""
+        bundled = bundled_specs()
+        key = self.path.stem
+        if bundled.get(key) == self.path:
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
+                                                          if target == key and alias not in bundled)]))
+        from pytest_mllm.engine import catalogue
+
+        if self.path.parent == catalogue.specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
+            entry = catalogue.vlmevalkit_entry(self.name)
+            others = entry.lmms_eval if entry is not None else ()
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
+        return (self.name,)
+
+    @property
+    def env_vars(self) -> tuple[str, ...]:
+        """The environment variables that can point at the data root, one per name, the first set winning."""
+        return tuple(dict.fromkeys(data_variable(name) for name in self.names))
 
     @property
     def task_order(self) -> tuple[str, ...]:
@@ -128,16 +155,35 @@ class BenchmarkSpec:
                 return group
         return None
 
-    def resolve_data_root(self, override: str | None) -> Path | None:
-        """The data root: the option, else the environment variable, else the spec's `data.root`.
+    def data_override(self, data: Mapping[str, str]) -> str | None:
+        """The --mllm-data root given for this benchmark under any of its names, else one given for any."""
+        return next((data[name] for name in self.names if name in data), data.get(""))
+
+    def needs_fetch(self, override: str | None) -> bool:
+        """True when the data comes from the data cache: no option, variable or `data.root` names a root,
+        and the spec says where its data is released (`data.url` or `data.hub`)."""
+        return (self.download is not None and self.loader not in GENERATED_LOADERS and override is None
+                and self.data_root is None and not any(os.environ.get(v) for v in self.env_vars))
+
+    def resolve_data_root(self, override: str | None, cache: DataCache | None = None) -> Path | None:
+        """The data root: the option, else an environment variable, else the spec's `data.root`, else the
+        data cache's copy of the released data (fetched and verified first if need be: `engine/fetch.py`).
 
         Returns None for loaders that need no data (the bundled generated benchmarks).
         """
         if self.loader in GENERATED_LOADERS:
             return None
+        if self.needs_fetch(override):
+            from pytest_mllm.engine.fetch import DataCache, FetchError
+
+            try:
+                return (cache or DataCache()).fetch(self.download)  # type: ignore[arg-type]
+            except FetchError as exc:
+                raise SpecError(str(exc)) from None
         source, raw = "--mllm-data", override
-        if raw is None and os.environ.get(self.env_var):
-            source, raw = self.env_var, os.environ[self.env_var]
+        variable = next((v for v in self.env_vars if os.environ.get(v)), None)
+        if raw is None and variable is not None:
+            source, raw = variable, os.environ[variable]
         if raw is None and self.data_root is not None:
             source, raw = f"field data.root of {self.path}", self.data_root
             root = (self.path.parent / raw).resolve()
@@ -154,6 +200,11 @@ class BenchmarkSpec:
                 f"pass --mllm-data={self.name}=/path/to/data or set {self.env_var}"
             )
         return root
+
+
+def data_variable(name: str) -> str:
+    """The environment variable naming a benchmark's data root: MLLM_DATA_<NAME>."""
+    return "MLLM_DATA_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
 def bundled_specs() -> dict[str, Path]:
@@ -279,7 +330,25 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         subset=checked.subset,
         deviations=tuple(checked.deviations or ()),
         about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
+        download=_download(checked),
     )
+
+
+def _download(checked: Any) -> Source | None:
+    """The spec's `data.url` + `data.md5` or `data.hub` as a fetch source (checked by the model)."""
+    from pytest_mllm.engine.fetch import FileSource, HubSource, url_filename
+
+    data = checked.data
+    if data is None:
+        return None
+    if data.url is not None:
+        return FileSource(name=checked.name, url=data.url, md5=data.md5,
+                          filename=data.file or url_filename(data.url))
+    if data.hub is not None:
+        split = (checked.loader_options or {}).get("split")
+        return HubSource(name=checked.name, repo=data.hub.repo, revision=data.hub.revision,
+                         split=split if isinstance(split, str) else None)
+    return None
 
 
 def _registries() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -306,9 +375,14 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
         "loader": one_of(LOADERS),
         "version": "{input} must be a string or a number",
         "description": "{input} must be a string",
-        "data": "must be a mapping with optional keys root and file",
+        "data": "must be a mapping with optional keys root, file, url, md5 and hub",
         "data.root": _PLAIN_STRING,
         "data.file": _PLAIN_STRING,
+        "data.url": "{input} must be an http(s) URL",
+        "data.md5": "{input} must be an MD5 digest: 32 lowercase hex digits",
+        "data.hub": "must be a mapping with keys repo and revision",
+        "data.hub.repo": "{input} must be a dataset repository id: owner/name",
+        "data.hub.revision": _PLAIN_STRING,
         "parser": one_of(sorted(parsers)),
         "prompt": _PLAIN_STRING,
         "open_prompt": _PLAIN_STRING,
@@ -335,8 +409,11 @@ def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], err
     if kind == "spec":  # raised by the model's own checks: the problem is already in our words
         return error["ctx"]["field"] or ".".join(map(str, loc)), error["ctx"]["problem"]
     if kind in ("extra_forbidden", "invalid_key"):  # a key of the spec, of data or of tasks.<name>
-        section = {"": "", "data": "data", "tasks.*": "tasks"}[_pattern(loc[:-1])]
-        allowed = _nested_fields(model.model_fields[section].annotation) if section else set(model.model_fields)
+        section = {"": (), "data": ("data",), "data.hub": ("data", "hub"), "tasks.*": ("tasks",)}[_pattern(loc[:-1])]
+        allowed = set(model.model_fields)
+        for part in section:
+            allowed = _nested_fields(model.model_fields[part].annotation)
+            model = _nested_model(model.model_fields[part].annotation)
         return ".".join(map(str, loc)), f"unknown field; allowed fields: {', '.join(sorted(allowed))}"
     shown = ".".join(str(part) for part in loc if not isinstance(part, int))
     if kind == "missing":
@@ -356,6 +433,14 @@ def _nested_fields(annotation: Any) -> set[str]:
     if fields is not None:
         return set(fields)
     return set().union(*(_nested_fields(arg) for arg in getattr(annotation, "__args__", ())))
+
+
+def _nested_model(annotation: Any) -> Any:
+    """The model inside an annotation such as `DataSection | None` or `dict[str, TaskSection | None]`."""
+    if getattr(annotation, "model_fields", None) is not None:
+        return annotation
+    return next((found for arg in getattr(annotation, "__args__", ()) if (found := _nested_model(arg)) is not None),
+                None)
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -450,6 +535,16 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
     Options = Annotated[dict[Any, Any] | None, BeforeValidator(_empty_to_none),
                         WithJsonSchema({"type": ["object", "null"]})]  # the same in every pydantic version
 
+    class HubSection(BaseModel):
+        """A Hugging Face dataset repository and its revision."""
+
+        model_config = ConfigDict(extra="forbid", title="hub")
+        repo: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")] = Field(
+            description="The dataset repository id.", examples=["Lin-Chen/MMStar"])
+        revision: Annotated[str, Field(strict=True, pattern=r"^[\w.\-/]+$")] = Field(
+            "main", description=("A commit (40 hex digits: checked), or a branch or tag (the commit it pointed at "
+                                 "when fetched is recorded in the data cache)."))
+
     class DataSection(BaseModel):
         """Where the benchmark's data lies (not needed by the generated loaders shapes and vrp_shapes)."""
 
@@ -461,6 +556,25 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             "The data file inside the root (loaders tsv, jsonl, vqa; parquet: a file or glob, "
             "overriding the dataset card's files)."),
                                   examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
+        url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
+            "Where the released data file is downloaded from when no data root is given (saved under the name "
+            "in file): fetched once into the data cache, checked against md5, reused."),
+            examples=["https://opencompass.openxlab.space/utils/VLMEval/MMStar.tsv"])
+        md5: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{32}$")] | None = Field(
+            None, description=("The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
+                               "deleted and is an error. Without it (a file whose publisher gives none) the first "
+                               "download's MD5 is recorded and checked afterwards."))
+        hub: HubSection | None = Field(None, description=(
+            "A Hugging Face dataset fetched when no data root is given (needs the extra hub): the files of "
+            "loader_options.split, each checked against the hub's record of the commit."))
+
+        @model_validator(mode="after")
+        def _source_is_whole(self) -> DataSection:
+            if self.md5 is not None and self.url is None:
+                raise fail("data.url", "md5 is the digest of the file at url: give url too")
+            if self.url is not None and self.hub is not None:
+                raise fail("data.hub", "give url (and md5), or hub, not both")
+            return self
 
     class TaskSection(BaseModel):
         """Settings of one task; a setting left out is the spec's."""

@@ -19,6 +19,7 @@ from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
+from pytest_mllm.harness.limit import RunLimit
 from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
@@ -49,6 +50,7 @@ class MllmHooks:
         self.tp_outcomes: list[dict[str, Any]] = []
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
+        self.limit = RunLimit(options.limit) if options.limit is not None else None  # --mllm-limit
         self._plan_printed = False
         self.write_failure = ""  # why an output could not be written at the end
         self.failed_load: str | None = None  # the summary's line when the model could not be loaded
@@ -73,11 +75,14 @@ class MllmHooks:
     @pytest.hookimpl(trylast=True)  # after -k and -m: a shard's record counts are those of the selection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅);
-        with --mllm-shard=I/N, the tests of the other shards (`harness/shard.py`)."""
+        with --mllm-limit=N, the samples past the limit (`harness/limit.py`); with --mllm-shard=I/N, the
+        tests of the other shards (`harness/shard.py`)."""
         few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
                and self.evaluation.optimized_on(i.sample)]
         self.few_deselected = len(few)
         _deselect(config, items, few)
+        if self.limit is not None:
+            _deselect(config, items, self.limit.beyond(config, items))
         if self.options.shard is not None:
             _deselect(config, items, self._other_shards(config, items))
 
@@ -96,6 +101,8 @@ class MllmHooks:
         raw = getattr(node, "workeroutput", {}).get("mllm_shard_expected")
         if raw and self.shard_expected is None:
             self.shard_expected = json.loads(raw)
+        if self.limit is not None:
+            self.limit.worker_done(node)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.batches.collected(session.items)
@@ -279,7 +286,8 @@ class MllmHooks:
                 "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates],
                 "baseline": str(gates.baseline) if gates.baseline else None,
                 **({"shard": {"index": self.options.shard[0], "count": self.options.shard[1],
-                              "expected_records": self.shard_expected}} if self.options.shard else {})}
+                              "expected_records": self.shard_expected}} if self.options.shard else {}),
+                **({"limit": self.limit.settings()} if self.limit is not None else {})}
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_mllm.engine import catalogue
+from pytest_mllm.engine.fetch import describe
 from pytest_mllm.engine.spec import ALIASES, GENERATED_LOADERS, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
@@ -24,10 +25,12 @@ def bundled() -> Iterator[tuple[str, BenchmarkSpec]]:
 
 
 def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
-    """(marker, what it names) for the benchmark, its groups and the tasks its spec names."""
-    found = [(marker_name(spec.name), "benchmark"), *((marker_name(group), "group") for group in spec.groups),
+    """(marker, what it names) for the benchmark (by each name it answers to), its groups and the tasks its
+    spec names."""
+    found = [*((marker_name(name), "benchmark") for name in spec.names),
+             *((marker_name(group), "group") for group in spec.groups),
              *((marker_name(task), "task") for task in spec.task_order)]
-    return [(marker, kind) for marker, kind in found if marker]
+    return list(dict.fromkeys((marker, kind) for marker, kind in found if marker))
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -78,6 +81,10 @@ def listing() -> str:
         lines.append(f"  gate paths: {gate_paths(spec)}")
         if spec.loader in GENERATED_LOADERS:
             lines.append("  data: none (drawn on the spot)")
+        elif spec.download is not None:
+            lines.append(f"  data: {describe(spec.download)}, fetched on first use into the data cache (for an offline "
+                         f"machine: pytest-mllm-data fetch {spec.name}); or pass --mllm-data={spec.name}=DIR or set "
+                         f"{spec.env_var}")
         else:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
 from pytest_mllm.engine.output_paths import Input
 
 
-def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: str = "",
-               files: Mapping[str, Path | None] | None = None) -> list[Input]:
+def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, data_cache: DataCache | None = None,
+               model: str = "", files: Mapping[str, Path | None] | None = None) -> list[Input]:
     """The inputs of a run: each benchmark's spec, data folder, data file and subset file; the recording
     a `replay:` model plays; and `files` (what → path: a baseline, a prompts file, the cache database)."""
     inputs: list[Input] = []
@@ -19,7 +20,7 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: st
         inputs.append(Input(f"the benchmark spec {path.name}", path))
         try:
             spec = load_spec(path)
-            root = spec.resolve_data_root(data.get(spec.name) or data.get(""))
+            root = spec.resolve_data_root(spec.data_override(data), data_cache)
         except SpecError:  # reported where the spec is collected
             continue
         if spec.subset_path is not None:

@@ -96,7 +96,7 @@ def test_every_problem_is_one_line_naming_file_and_field_without_pydantic_words(
         "'name'", "'loader'", "'data.folder'", "'parser'", "'max_new_tokens'", "'metrics'", "'tasks.t.template'"]
     assert all(line.startswith(f"{path}: field '") for line in lines)
     assert "True must be a positive integer" in lines[4]
-    assert lines[2].endswith("unknown field; allowed fields: file, root")
+    assert lines[2].endswith("unknown field; allowed fields: file, hub, md5, root, url")
     assert lines[6].endswith("unknown field; allowed fields: parser, prompt")
     for jargon in ("Input should", "pydantic", "errors.pydantic.dev", "validation error", "type="):
         assert jargon not in str(info.value)
