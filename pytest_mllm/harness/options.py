@@ -232,7 +232,7 @@ class Options:
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
                               "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them
-            from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
+            from pytest_mllm.harness.run_inputs import pytest_outputs, run_inputs, spec_files_in_args
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
             inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
@@ -240,8 +240,8 @@ class Options:
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
             try:
-                outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
-                              if evaluation.optimize else ())
+                outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
+                    [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
