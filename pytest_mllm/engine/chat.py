@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pytest_mllm.echo import json_loads
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -332,8 +334,8 @@ class ChatClient:
     def _parse(self, body: str) -> tuple[str, str | None]:
         """(text, finish_reason) of the first choice of a 2xx body; `MalformedResponse` if there is none."""
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = json_loads(body)  # a lone surrogate in the answer becomes U+FFFD here, once
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
             raise MalformedResponse(self._scrub(f"{self.url} answered with invalid JSON: {_excerpt(body)}")) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from _pytest.junitxml import xml_key
 
+from pytest_mllm.echo import xml_text
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
@@ -33,7 +34,7 @@ def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult]
         return
     for name, result in results.items():
         for key, value in suite_properties(name, result).items():
-            xml.add_global_property(key, value)
+            xml.add_global_property(xml_text(key), value)  # pytest escapes values, not names
     for verdict in verdicts:
         for report in _gate_reports(verdict):
             xml.pytest_runtest_logreport(report)
@@ -64,8 +65,8 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     gate = verdict.gate
     kind = "regressions" if gate.max_drop is not None else "gates"
     suite = gate.benchmark if gate.benchmark != "*" else "mllm"
-    nodeid = f"{suite}::{kind}::{gate.text}"
-    location = (f"{suite}.{kind}", None, gate.text)
+    nodeid = xml_text(f"{suite}::{kind}::{gate.text}")
+    location = (xml_text(f"{suite}.{kind}"), None, xml_text(gate.text))
     message = f"gate failed: {verdict.line()}" + (f" ({verdict.note})" if verdict.note and verdict.value is not None
                                                   else "")
     outcome: Any = {"pass": "passed", "fail": "failed", "not run": "skipped"}[verdict.verdict]
