@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from pytest_mllm.echo import clip, excerpt
 from pytest_mllm.engine.cache import ResponseCache, cache_key
+from pytest_mllm.engine.data_identity import input_digest
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record
@@ -151,6 +152,7 @@ class Evaluator:
         todo: list[_Todo] = []
         for record, (sample, spec) in zip(records, items):
             record["model"] = self.model_name
+            record["input_digest"] = input_digest(sample)  # runs compare their verdicts where it is equal
             todo.append(_Todo(record, sample, self.max_new_tokens or spec.max_new_tokens, spec.responses_through_xlsx))
         keys = self._cache_keys(todo)
         if keys:
