@@ -139,6 +139,11 @@ class HFModel:
                 f"first (e.g. `hf download {source}`)."
             )
             raise OSError(f"could not load model {source!r}: {e}\n{hint}") from e
+        except Exception as e:
+            if type(e).__name__ != "SafetensorError":
+                raise
+            raise OSError(f"could not read the weights of model {source!r} ({target}): {e}; a weights file is "
+                          "truncated or corrupt: copy or download the model again") from None
         if "device_map" in placement:  # accelerate placed the weights: inputs go where the first layers are
             self.device = execution_device(self.model)
         else:
