@@ -98,7 +98,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-shard", metavar="I/N",
                     help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
                          "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
-    group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-timeout", type=float, default=60.0, metavar="S",
+                    help="seconds an endpoint request may take, all of it (connecting, headers, body); not retried "
+                         "once spent, and a server that answers nothing in that time fails the run's later requests")
     group.addoption("--mllm-replay-min-match", type=float, default=0.9, metavar="FRACTION",
                     help="--mllm=replay:FILE: refuse a recording whose questions or targets agree with the samples "
                          "they answer for less than this share of the rows that hold them (0 to 1; 0 accepts any)")
