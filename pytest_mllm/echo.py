@@ -113,14 +113,17 @@ def markup_text(text: str) -> str:
 
 
 _LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x85\u2028\u2029]")
-_MARKDOWN_PUNCTUATION = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]<>#!|~@&$])")  # what can start markup anywhere in a line
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|www)(:|\.)")  # GitHub links these without brackets
 
 
 def markdown_text(text: str) -> str:
-    """`text` as plain text on one line of Markdown (a table cell, a heading): every ASCII punctuation
-    character backslash-escaped (no heading, link, image, emphasis, HTML, autolink or cell break can
-    start), line breaks made spaces, control characters escaped."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", printable(_LINE_BREAKS.sub(" ", text)))
+    """`text` as plain text on one line of Markdown (a table cell, a heading): the characters that can start
+    markup within a line backslash-escaped (no heading, link, image, emphasis, code, HTML, entity, math or
+    cell break can start; `http:` and `www.` are broken so that nothing is linked), line breaks made
+    spaces, control characters escaped."""
+    escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", printable(_LINE_BREAKS.sub(" ", text)))
+    return _AUTOLINK.sub(r"\1\\\2", escaped)
 
 
 def markdown_code(text: str) -> str:

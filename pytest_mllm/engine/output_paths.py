@@ -174,9 +174,13 @@ def append_problem(path: Path, option: str, inputs: Iterable[Input] = (), output
     or another output, no regular file, its folder is missing or not writable, or the file cannot be
     written; None when it can. The folder is never created: a file appended to is the caller's."""
     path = Path(path).expanduser()
+    inputs = list(inputs)
     for source in inputs:
-        if _same(path, source.path) or (source.folder and _resolved(path).is_relative_to(_resolved(source.path))):
-            return f"{option}={path}: that is {source.what} or inside it; appending there would change it"
+        if _same(path, source.path):
+            return f"{option}={path}: that is {source.what}; appending there would change it"
+    for source in inputs:
+        if source.folder and _resolved(path).is_relative_to(_resolved(source.path)):
+            return f"{option}={path}: that is inside {source.what} ({source.path}); appending there would change it"
     for other in outputs:
         if _same(path, other.path) or (other.folder and _resolved(path).is_relative_to(_resolved(other.path))):
             return f"{option}={path}: {other.option} writes there too; give each its own path"

@@ -3,11 +3,16 @@
 Each gate and regression limit becomes a test case of its own (a failure with its message when it
 fails, skipped when it did not run); each benchmark's scores become properties of the test suite.
 A wrong answer that does not fail its test (no --mllm-strict) carries its verdict as properties.
+Names from data are escaped where XML cannot hold them (`echo.xml_text`), and the file is written
+beside its place and renamed over it (`AtomicJunit`), as every output is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,3 +83,43 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     call = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", duration=0.0)
     teardown = pytest.TestReport(nodeid, location, {}, "passed", None, "teardown", duration=0.0)
     return [call, teardown]
+
+
+class AtomicJunit:
+    """pytest writes the JUnit XML in place; with this plugin it writes a temporary file beside it, which then
+    replaces the file whole (`engine/output_paths.write_atomically`): a failed write leaves the previous one."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Iterator[None]:
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return (yield)
+        real = xml.logfile
+        try:
+            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(real)),
+                                                 prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+        except OSError:  # pytest's own write reports the folder's problem
+            return (yield)
+        os.close(handle)
+        xml.logfile = temporary
+        try:
+            result = yield
+            from pytest_mllm.engine.output_paths import OutputWriteError, write_atomically
+
+            try:
+                write_atomically(Path(real), Path(temporary).read_bytes(), what="the JUnit XML")
+            except OutputWriteError as exc:  # one line, as for every output
+                reporter = self.config.pluginmanager.getplugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(f"pytest-mllm: error: {exc}", red=True, bold=True)
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return result
+        finally:
+            xml.logfile = real
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
