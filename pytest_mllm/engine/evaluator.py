@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from pytest_mllm.echo import clip, excerpt
+from pytest_mllm.echo import clip, excerpt, well_formed
 from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.data_identity import input_digest
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
@@ -272,7 +272,7 @@ class Evaluator:
             return
         for item, response in zip(pending, responses):
             if response.error is not None:
-                item.record["error"] = f"model error: {response.error}"
+                item.record["error"] = f"model error: {well_formed(str(response.error))}"
             else:
                 _score(item, response)
 
@@ -293,6 +293,7 @@ def _score(item: _Todo, response: Response) -> None:
     if not isinstance(response.text, str):
         item.record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
         return
+    response.text = well_formed(response.text)  # any model's answer: a lone surrogate would lose every output
     try:
         score_record(item.record, item.sample, response, through_xlsx=item.through_xlsx)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
