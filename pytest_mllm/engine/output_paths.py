@@ -80,7 +80,7 @@ def path_problem(path: Path) -> str | None:
     path = Path(path).expanduser()
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (the write reports a folder that is gone)
         return None
     except OSError as exc:
         return f"cannot be examined ({exc.strerror or exc})"
