@@ -61,3 +61,33 @@ def test_records_compare_by_input_digest_else_by_question_target_and_image() -> 
     assert same_input(a, {**a, "question": "other", "input_digest": "1"})  # the digest decides where both have one
     old = {"question": "Q", "answer": "yes", "image": "x.png"}  # written before there were digests
     assert same_input(old, {**old}) and not same_input(old, {**old, "answer": "no"})
+
+
+def _run(digest: str, records: list[dict]) -> dict:
+    correct = sum(r["status"] == "correct" for r in records)
+    return {"benchmarks": {"bench": {"headline": "accuracy", "metrics": {"accuracy": correct / len(records)},
+                                     "data": {"digest": digest, "rows": len(records), "files": {}}}},
+            "records": [{"benchmark": "bench", "task": "t", "question": "Q", "answer": "yes", "image": "",
+                         "answer_type": "yes_no", "pair_group": None, "category": None, "l2_category": None,
+                         "parsed": "yes" if r["status"] == "correct" else "no", "correct": r["status"] == "correct",
+                         **r} for r in records]}
+
+
+def test_compare_tells_a_data_change_from_a_regression_and_flips_only_equal_inputs() -> None:
+    from pytest_mllm.report.compare import compare, data_change_lines
+    from pytest_mllm.scoring.gates import parse_max_drop
+
+    base = _run("d1", [{"id": "a", "status": "correct", "input_digest": "x"},
+                       {"id": "b", "status": "correct", "input_digest": "y"}])
+    head = _run("d2", [{"id": "a", "status": "incorrect", "input_digest": "x"},  # the same input: a regression
+                       {"id": "b", "status": "incorrect", "input_digest": "z"}])  # another target: left out
+    result = compare([base, head], ["base", "head"], [parse_max_drop("bench.accuracy=0.1")])
+    assert result["benchmarks"]["bench"]["data_changed"] == [None, True]
+    assert [f["id"] for f in result["flips"]] == ["a"]
+    assert result["flip_counts"]["head"] == {"compared": 1, "changed_inputs": 1, "regressed": 1, "fixed": 0}
+    gate = result["gates"][0]
+    assert gate["verdict"] == "not run" and gate["data_changed"] and "a data change, not a model's" in gate["note"]
+    assert data_change_lines(result) == ["bench: head ran on other data than base (data digest d2 vs d1): its deltas "
+                                         "are a data change, not the model's"]
+    same = compare([base, _run("d1", head["records"])], ["base", "head"], [parse_max_drop("bench.accuracy=0.1")])
+    assert same["benchmarks"]["bench"]["data_changed"] == [None, False] and same["gates"][0]["verdict"] == "fail"
