@@ -142,8 +142,9 @@ class HFModel:
         except Exception as e:
             if type(e).__name__ != "SafetensorError":
                 raise
-            raise OSError(f"could not read the weights of model {source!r} ({target}): {e}; a weights file is "
-                          "truncated or corrupt: copy or download the model again") from None
+            where = repr(source) if target == source else f"{source!r} ({target})"
+            raise OSError(f"could not read the weights of model {where}: {e}; a weights file is truncated or "
+                          "corrupt: copy or download the model again") from None
         if "device_map" in placement:  # accelerate placed the weights: inputs go where the first layers are
             self.device = execution_device(self.model)
         else:
