@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.evaluator import Evaluator, failed_batch_error, sample_record
@@ -25,7 +25,7 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 from pytest_mllm.loaders import load_samples
-from pytest_mllm.record import OriginalAnswer, Record
+from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
 if TYPE_CHECKING:
@@ -36,6 +36,24 @@ if TYPE_CHECKING:
     from pytest_mllm.tpeval.run import OptimizationRun, OptimizationSettings
 
 AnySample = Sample | BadSample | SkippedSample
+Answer = Callable[[Sample, BenchmarkSpec], Record]
+
+
+class TaskJob(Protocol):
+    """A run that works per task instead of per sample (a prompt optimization): one test per task."""
+
+    name: str  # the tests' names: <benchmark>::<name>::<task>
+
+    @property
+    def steps(self) -> int:
+        """Steps per task, for its progress."""
+
+    def run_task(self, spec: BenchmarkSpec, task: str, samples: Sequence[Sample],
+                 progress: Callable[[str, int], None]) -> dict[str, Any]:
+        """The task's outcome, as a plain dict; a `record.MessageOnly` error fails its test alone."""
+
+
+SampleCheck = Callable[[Sample, Answer, Callable[[list[Record]], None]], None]
 
 
 @dataclass(frozen=True)
@@ -177,6 +195,26 @@ class Evaluation:
             raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier.path} and {spec.path}")
         return spec
 
+    def task_job(self) -> TaskJob | None:
+        """The job this run does per task instead of answering samples (a prompt optimization), or None."""
+        return self.optimization if self.settings.optimize is not None else None
+
+    def sample_check(self, spec: BenchmarkSpec) -> SampleCheck | None:
+        """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
+        `answer` as it needs (VRPTEST's property mode: drawn variants must keep the metamorphic relation),
+        hands the records so far to `keep`, and raises when the check fails."""
+        if self.variant_mode(spec) != "property":
+            return None
+        from pytest_mllm.vrp.property import check_relation
+
+        s = self.settings
+
+        def check(sample: Sample, answer: Answer, keep: Callable[[list[Record]], None]) -> None:
+            check_relation(sample, spec, answer, examples=s.vrp_examples, keep=keep, max_pixels=s.max_pixels,
+                           failures=s.cache_path.parent / "vrp_failures")
+
+        return check
+
     def variant_mode(self, spec: BenchmarkSpec) -> str:
         """How VRP variants apply to this benchmark: the run's setting, else the spec's `variants`."""
         return self.settings.vrp_mode or spec.variants
@@ -275,14 +313,16 @@ class Evaluation:
     def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         if self.prompts is None:
             return self.evaluator.evaluate(items)
+        from pytest_mllm.tpeval.report import ORIGINAL, OriginalAnswer
+
         records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])
         customized = [n for n, (s, _) in enumerate(items) if s.task in self.prompts.tasks]
         originals = self.evaluator.evaluate([items[n] for n in customized])
         for n, original in zip(customized, originals):
             record, sample = records[n], items[n][0]
-            record["original"] = OriginalAnswer(
+            ORIGINAL.put(record, OriginalAnswer(
                 prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
-                correct=original["correct"], status=original["status"], error=original["error"])
+                correct=original["correct"], status=original["status"], error=original["error"]))
             if self.optimized_on(sample):
                 record.update(status="error", correct=None, error=(
                     f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "

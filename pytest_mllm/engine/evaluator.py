@@ -17,10 +17,12 @@ from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.data_identity import input_digest
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
-from pytest_mllm.record import Record, new_record
+from pytest_mllm.record import Record, new_record, status_of
 from pytest_mllm.sample import Model, Request, Response, Sample
 from pytest_mllm.scoring.parsers import UNREADABLE, normalize_answer
+from pytest_mllm.scoring.word_match import WORD_MATCH
 from pytest_mllm.scoring.score import references, score_record
+from pytest_mllm.sections import parts_from_sample
 
 
 def render_options(sample: Sample) -> str:
@@ -40,14 +42,14 @@ def render_prompt(template: str, sample: Sample) -> str:
 
 
 def sample_record(sample: Sample, spec: BenchmarkSpec, prompt: str) -> Record:
-    """The record of `sample` before the model has answered."""
+    """The record of `sample` before the model has answered, with the parts its metadata fills
+    (`sections.parts_from_sample`)."""
     parser = spec.task_settings(sample.task).parser
     return new_record(
         id=sample.id, benchmark=sample.benchmark, task=sample.task, question=sample.question, prompt=prompt,
         answer=normalize_answer(sample.answer, parser), group=spec.group_of(sample.task), image=sample.image_name,
         answer_type=sample.answer_type, parser=parser, pair_group=sample.pair_group, category=sample.category,
-        l2_category=sample.l2_category, split=sample.split, variant=sample.metadata.get("vrp"),
-        human_label=sample.metadata.get("human_label"))
+        l2_category=sample.l2_category, split=sample.split, **parts_from_sample(sample.metadata))
 
 
 class _Todo(NamedTuple):
@@ -174,7 +176,7 @@ class Evaluator:
             # gives as a number stops the authors' VQAEval; their CEE judge reads it)
             self._judge_open([(r, s) for r, (s, _) in zip(records, items)
                               if s.answer_type == "open" and r["response"] is not None
-                              and (r.get("word_match") is not None or "vqaeval_stops_at" in s.metadata)])
+                              and (WORD_MATCH.get(r) is not None or "vqaeval_stops_at" in s.metadata)])
         return records
 
     def _judge_open(self, pairs: list[tuple[Record, Sample]]) -> None:
@@ -182,16 +184,17 @@ class Evaluator:
         if not pairs:
             return
         from pytest_mllm.judge import JudgeItem
+        from pytest_mllm.judge.ensemble import JUDGE
 
         if self._judge is None:
             self._judge = self._judge_factory()  # type: ignore[misc]
         items = [JudgeItem(sample.question, references(sample), record["response"]) for record, sample in pairs]
         for (record, _), outcome in zip(pairs, self._judge.judge_many(items)):
-            record["judge"] = outcome.as_record()
+            JUDGE.put(record, outcome.as_record())
             if outcome.status == "judge-error":
                 record.update(status="error", correct=None, error=f"judge error: {outcome.error}")
             else:
-                record.update(correct=outcome.correct, status="correct" if outcome.correct else "incorrect",
+                record.update(correct=outcome.correct, status=status_of(bool(outcome.correct)),
                               error=None)
 
     def _extract_choices(self, pairs: list[tuple[Record, Sample]]) -> None:
@@ -200,18 +203,18 @@ class Evaluator:
         failed call turns the sample into an error, never a score (`judge/choice_extractor.py`)."""
         if not pairs:
             return
-        from pytest_mllm.judge.choice_extractor import ChoiceItem
+        from pytest_mllm.judge.choice_extractor import EXTRACTION, ChoiceItem
 
         if self._extractor is None:
             self._extractor = self._extractor_factory()  # type: ignore[misc]
         items = [ChoiceItem(sample.question, sample.choices, _scored_text(record)) for record, sample in pairs]
         for (record, _), outcome in zip(pairs, self._extractor.extract_many(items)):
-            record["extraction"] = outcome.as_record()
+            EXTRACTION.put(record, outcome.as_record())
             if outcome.status == "error":
                 record.update(status="error", correct=None, error=f"choice extraction error: {outcome.error}")
             elif outcome.status == "extracted":
                 correct = outcome.letter == record["answer"]
-                record.update(parsed=outcome.letter, correct=correct, status="correct" if correct else "incorrect")
+                record.update(parsed=outcome.letter, correct=correct, status=status_of(correct))
 
     def _cache_keys(self, todo: list[_Todo]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""

@@ -180,8 +180,8 @@ ALIASES = {
 
 
 def find_spec(name_or_path: str) -> Path:
-    """A spec path from a bundled benchmark name, another tool's name for one (`ALIASES`), or a path
-    to a YAML file."""
+    """A spec path from a bundled benchmark name, another tool's name for one (`ALIASES`), a path to a YAML
+    file, or a dataset name of VLMEvalKit's catalogue (`engine/catalogue.py`; lmms-eval's task names for them)."""
     bundled = bundled_specs()
     if name_or_path in bundled:
         return bundled[name_or_path]
@@ -192,7 +192,15 @@ def find_spec(name_or_path: str) -> Path:
         return path.resolve()
     import difflib
 
-    close = difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7)
+    from pytest_mllm.engine import catalogue  # VLMEvalKit's datasets by their names (and lmms-eval's for them)
+
+    found = catalogue.spec_path(name_or_path)
+    if found is not None:
+        return found
+    if (reason := catalogue.why_not(name_or_path)) is not None:
+        raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
+    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7),
+                             *difflib.get_close_matches(name_or_path, catalogue.known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
     raise SpecError(
@@ -523,7 +531,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             None, description="Per-task settings, by task name, in report order.")
         loader_options: Options = Field(None, description=(
             "Options passed to the loader (tsv: task_column, task, task_separator, split, task_names (the tasks the "
-            "reference scores), question_type_column; parquet: split, config "
+            "reference scores), question_type_column, split_tasks (the split cell is the task); parquet: split, config "
             "(a name, or * for every config as a task), task, where ({column: value or [values]}: rows kept), "
             "answers ({cell: answer}), options_in_question (options written in the question text), columns: "
             "{id (a column or a list joined with _), question, answer, task, category, image, choices, hint, "

@@ -22,7 +22,7 @@ from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
-from pytest_mllm.harness.summary import write_optimization, write_scores
+from pytest_mllm.harness.summary import write_part, write_scores
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
@@ -296,7 +296,10 @@ class MllmHooks:
         if self.is_worker:
             return
         if self.tp_outcomes:
-            write_optimization(terminalreporter, self.tp_outcomes, self.evaluation.settings.optimize.path)  # type: ignore[union-attr]
+            from pytest_mllm.tpeval.report import optimization_summary
+
+            prompts_path = self.evaluation.settings.optimize.path  # type: ignore[union-attr]
+            write_part(terminalreporter, *optimization_summary(self.tp_outcomes, prompts_path))
         if self.results or self.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
             write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)

@@ -1,5 +1,5 @@
 """Collection: a benchmark spec file becomes a pytest collector with one test per sample
-(one per task in a TP-Eval optimization run)."""
+(one per task in a run that works per task: `harness/task_item.py`)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from _pytest.mark.structures import Mark
 
 from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
-from pytest_mllm.evaluation import AnySample
+from pytest_mllm.evaluation import AnySample, SampleCheck
 from pytest_mllm.harness.stash import RUN_KEY
-from pytest_mllm.record import Record, SampleError
+from pytest_mllm.record import MessageOnly, Record, SampleError
 from pytest_mllm.sample import Sample, SkippedSample
 
 _BUILTIN_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"}
 
 
-class IncorrectAnswer(AssertionError):
+class IncorrectAnswer(MessageOnly, AssertionError):
     """A wrong answer under --mllm-strict."""
 
 
@@ -45,18 +45,22 @@ class BenchmarkFile(pytest.File):
         evaluation = self.config.stash[RUN_KEY].evaluation
         spec = self._spec or evaluation.spec(self.path.resolve())
         samples = evaluation.samples_for(spec)
-        if evaluation.settings.optimize is not None:  # TP-Eval: one test per task instead of one per sample
-            from pytest_mllm.harness.optimize_item import optimize_items
+        job = evaluation.task_job()
+        if job is not None:  # one test per task instead of one per sample
+            from pytest_mllm.harness.task_item import task_items
 
-            yield from optimize_items(self, spec, samples)
+            yield from task_items(self, spec, samples, job)
             return
         evaluation.check_prompts(spec, samples)
         evaluation.check_replay(spec, samples)
         marks = _Marks(self.config, spec)
-        item_class = VrpPropertyItem if evaluation.variant_mode(spec) == "property" else SampleItem
+        check = evaluation.sample_check(spec)
         for order, sample in enumerate(samples):
-            kind = item_class if isinstance(sample, Sample) else SampleItem
-            item = kind.from_parent(self, name=printable(sample.id), sample=sample, spec=spec, order=order)
+            if check is not None and isinstance(sample, Sample):
+                item: SampleItem = CheckedSampleItem.from_parent(self, name=printable(sample.id), sample=sample,
+                                                                 spec=spec, order=order, check=check)
+            else:
+                item = SampleItem.from_parent(self, name=printable(sample.id), sample=sample, spec=spec, order=order)
             item.own_markers.extend(marks.for_task(sample.task))
             yield item
 
@@ -95,6 +99,8 @@ class _Marks:
 class SampleItem(pytest.Item):
     """One benchmark sample as a test: the model answers, the parser reads, the scorer judges."""
 
+    draws_records = False  # True: its records are drawn as it runs (how many is not known before)
+
     def __init__(self, *, sample: AnySample, spec: BenchmarkSpec, order: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sample = sample
@@ -120,26 +126,28 @@ class SampleItem(pytest.Item):
             raise IncorrectAnswer(describe_incorrect(record))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, (SampleError, IncorrectAnswer)):
-            return str(excinfo.value)
+        if isinstance(excinfo.value, MessageOnly):
+            return "\n".join([str(excinfo.value), *getattr(excinfo.value, "__notes__", [])])
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.spec.name}: {self.name}"  # not a suffix of the id: pytest would rewrite dots
 
 
-class VrpPropertyItem(SampleItem):
-    """One source sample; hypothesis draws visual-prompt variants and checks the metamorphic relation."""
+class CheckedSampleItem(SampleItem):
+    """One source sample whose test runs the run's check (`evaluation.SampleCheck`) instead of one answer:
+    it answers as it needs (VRPTEST's property mode draws variants) and fails when the check does."""
+
+    draws_records = True
+
+    def __init__(self, *, check: SampleCheck, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
 
     def runtest(self) -> None:
-        from pytest_mllm.vrp.property import check_relation
-
         run = self.config.stash[RUN_KEY]
-        settings = run.evaluation.settings
         with run.log_capture.call_phase(self):
-            check_relation(self.sample, self.spec, self._answer,  # type: ignore[arg-type]
-                           examples=settings.vrp_examples, keep=self._keep, max_pixels=settings.max_pixels,
-                           failures=settings.cache_path.parent / "vrp_failures")
+            self.check(self.sample, self._answer, self._keep)  # type: ignore[arg-type]
 
     def _answer(self, sample: Sample, spec: BenchmarkSpec) -> Record:
         record = self.config.stash[RUN_KEY].evaluation.answer([(sample, spec)])[0]
@@ -148,14 +156,6 @@ class VrpPropertyItem(SampleItem):
 
     def _keep(self, records: list[Record]) -> None:
         self.records = records
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        from pytest_mllm.vrp.property import RelationViolated
-
-        if isinstance(excinfo.value, RelationViolated):
-            notes = "\n".join(getattr(excinfo.value, "__notes__", []))
-            return f"{excinfo.value}\n{notes}".rstrip()
-        return super().repr_failure(excinfo)
 
 
 def describe_incorrect(record: Record) -> str:

@@ -22,6 +22,7 @@ from pytest_mllm.echo import xml_text
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
+from pytest_mllm.sections import with_parts
 
 
 def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
@@ -47,13 +48,14 @@ def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult]
 
 def suite_properties(name: str, result: BenchmarkResult) -> dict[str, Any]:
     """`<benchmark>.<metric>`: the overall metrics and each group's and task's headline (`<benchmark>.<scope>`,
-    or `<benchmark>.<scope>.<headline>` for a scope named like an overall metric: MME's "count"), the
-    headline's 95 % interval, and where the answers came from."""
+    or `<benchmark>.<scope>.<headline>` for a scope named like an overall metric: a subtask "count"), the
+    sections' properties, the headline's 95 % interval, and where the answers came from."""
     flat = result.metrics
     headline = result.spec.headline
     shadowed = shadowed_scopes(result.scopes)
-    properties: dict[str, Any] = {f"{name}.{key}": value for key, value in flat.items()
-                                  if "." not in key or key.split(".")[0] in ("judge", "vrp", "tp_eval")}
+    properties: dict[str, Any] = {f"{name}.{key}": value for key, value in flat.items() if "." not in key}
+    for section, _ in with_parts(result.scopes):
+        properties.update(section.junit(name, flat))
     properties.update({f"{name}.{scope}.{headline}": flat[f"{scope}.{headline}"] for scope in shadowed
                        if f"{scope}.{headline}" in flat})
     interval = result.headline_intervals().get(result.spec.headline) or {}

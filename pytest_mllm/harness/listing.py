@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytest_mllm.engine import catalogue
 from pytest_mllm.engine.spec import ALIASES, GENERATED_LOADERS, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
@@ -81,4 +82,4 @@ def listing() -> str:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *catalogue.listing_lines(ALIASES)])

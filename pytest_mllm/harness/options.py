@@ -22,6 +22,7 @@ from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
+from pytest_mllm.sections import output_files
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
@@ -230,7 +231,7 @@ class Options:
             worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
-                          mme_results=_path(opt("mllm_mme_results")), vrp_radar=_path(opt("mllm_vrp_radar")),
+                          section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
                               "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them

@@ -75,14 +75,14 @@ def item_key(item: pytest.Item) -> str:
 
 def expected_records(items: Sequence[pytest.Item]) -> dict[str, int]:
     """Per benchmark, the records the sample tests among `items` produce (skipped samples produce none;
-    -1: not known in advance, as in `--mllm-vrp=property`, whose tests draw their variants)."""
+    -1: not known in advance, where a test draws its records as it runs)."""
     counts: Counter[str] = Counter()
     unknown: set[str] = set()
     for item in items:
         spec, sample = getattr(item, "spec", None), getattr(item, "sample", None)
         if spec is None or sample is None or isinstance(sample, SkippedSample):
             continue
-        if type(item).__name__ == "VrpPropertyItem":
+        if getattr(item, "draws_records", False):
             unknown.add(spec.name)
         counts[spec.name] += 1
     return {name: -1 if name in unknown else n for name, n in sorted(counts.items())}

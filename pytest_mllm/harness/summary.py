@@ -1,4 +1,5 @@
-"""The end-of-run terminal summary: TP-Eval's outcome, the score tables, gates, wrong answers."""
+"""The end-of-run terminal summary: a run's own report part (an optimization's outcome), the score
+tables, gates, wrong answers."""
 
 from __future__ import annotations
 
@@ -11,41 +12,28 @@ from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 
 
-def write_optimization(reporter: Any, outcomes: Sequence[dict[str, Any]], prompts_path: Path | None) -> None:
-    """TP-Eval's table of optimized tasks and their warnings."""
-    from pytest_mllm.report.terminal import render
-    from pytest_mllm.tpeval.report import optimization_table, summarize_warnings
+def write_part(reporter: Any, heading: str, renderables: Sequence[Any], warnings: Sequence[str] = (),
+               lines: Sequence[str] = ()) -> None:
+    """A part of the summary under its own heading: tables, then warnings (yellow), then lines."""
+    from pytest_mllm.report.terminal import off_terminal, render
 
-    reporter.section("pytest-mllm TP-Eval prompt customization")
-    from pytest_mllm.report.terminal import off_terminal
-
-    reporter.write(render([optimization_table(outcomes)], reporter._tw.fullwidth, reporter.hasmarkup,
+    reporter.section(heading)
+    reporter.write(render(renderables, reporter._tw.fullwidth, reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
-    for outcome in outcomes:
-        for warning in summarize_warnings(outcome.get("warnings") or []):
-            reporter.write_line(f"warning: {outcome['benchmark']}::{outcome['task']}: {warning}", yellow=True)
-    reporter.write_line(f"pytest-mllm: prompts written to {prompts_path}")
+    for warning in warnings:
+        reporter.write_line(f"warning: {warning}", yellow=True)
+    for line in lines:
+        reporter.write_line(line)
 
 
 def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: list[Verdict], *,
                  incorrect_limit: int, written: Sequence[tuple[str, Path]]) -> None:
     """The score tables of every benchmark, the gates, the first wrong answers, the files written."""
-    from pytest_mllm.report.terminal import (
-        benchmark_tables,
-        category_table,
-        gates_table,
-        incorrect_lines,
-        judge_table,
-        off_terminal,
-        render,
-        vrp_table,
-    )
-    from pytest_mllm.tpeval.report import tp_eval_table
+    from pytest_mllm.report.terminal import benchmark_tables, gates_table, incorrect_lines, off_terminal, render
 
     tables: list[Any] = []
     for result in results.values():
-        tables += [*benchmark_tables(result), category_table(result), vrp_table(result), judge_table(result),
-                   tp_eval_table(result)]
+        tables += benchmark_tables(result)
     if verdicts:
         tables.append(gates_table(verdicts))
     reporter.section("pytest-mllm scores")

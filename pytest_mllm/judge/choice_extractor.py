@@ -36,10 +36,11 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, TypedDict
 
 from pytest_mllm.judge.ensemble import ChatManyClient, ReplyCache
 from pytest_mllm.judge.prompts import Message
+from pytest_mllm.record import RecordPart
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring.parsers import REFUSED, UNREADABLE, multiple_choice
 
@@ -102,9 +103,23 @@ class Extraction:
     reply: str | None = None
     error: str | None = None
 
-    def as_record(self) -> dict[str, Any]:
-        """A JSON-ready dict for the record's "extraction" key."""
+    def as_record(self) -> ExtractionPart:
+        """The record's "extraction" part (`EXTRACTION`)."""
         return {"kind": KIND, "status": self.status, "letter": self.letter, "reply": self.reply, "error": self.error}
+
+
+class ExtractionPart(TypedDict):
+    """A `choice` answer the rules could not read, as the judge LLM read it, in its record. Kept apart from
+    the "judge" part, which holds CEE outcomes of open answers only."""
+
+    kind: str  # KIND
+    status: Status
+    letter: str | None
+    reply: str | None
+    error: str | None
+
+
+EXTRACTION: RecordPart[ExtractionPart] = RecordPart("extraction")
 
 
 _PLACEHOLDER = re.compile(r"\{(letters|question|options|answer)\}")

@@ -22,10 +22,11 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Mapping, Protocol, Sequence, TypedDict
 
 from pytest_mllm.judge.prompts import PROMPTS, PROMPTS_BY_ID, JudgeItem, Message, Prompt, Rule, references_of, render_messages
 from pytest_mllm.judge.verdicts import MODES, Mode, read_verdict
+from pytest_mllm.record import RecordPart
 
 QUORUM = len(PROMPTS) // 2 + 1
 Status = Literal["judged", "judge-error"]
@@ -72,10 +73,34 @@ class JudgeOutcome:
     votes: tuple[Vote, ...]
     error: str | None = None
 
-    def as_record(self) -> dict[str, Any]:
-        """A JSON-ready dict for reports and result files."""
+    def as_record(self) -> JudgePart:
+        """The record's "judge" part (`JUDGE`), for reports and result files."""
         return {"status": self.status, "correct": self.correct, "split": self.split, "error": self.error,
-                "votes": [asdict(v) for v in self.votes]}
+                "votes": [asdict(v) for v in self.votes]}  # type: ignore[misc]
+
+
+class VotePart(TypedDict):
+    """One vote in a record (`Vote` as JSON)."""
+
+    prompt_id: str
+    rule: Rule
+    key: str
+    verdict: int | None
+    analysis: str
+    error: str | None
+
+
+class JudgePart(TypedDict):
+    """The ensemble's outcome for an open answer, in its record."""
+
+    status: Status
+    correct: bool | None
+    split: str
+    error: str | None
+    votes: list[VotePart]
+
+
+JUDGE: RecordPart[JudgePart] = RecordPart("judge", in_every_record=True)
 
 
 def _split(ones: int, zeros: int, abstain: int) -> str:

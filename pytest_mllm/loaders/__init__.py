@@ -58,7 +58,7 @@ def _loader(name: str) -> Loader:
 # would otherwise run every split).
 OPTION_KEYS: dict[str, tuple[str, ...]] = {
     "mme": (), "mme_results": (), "jsonl": (),
-    "tsv": ("split", "task", "task_column", "task_separator", "task_names", "question_type_column"),
+    "tsv": ("split", "task", "task_column", "task_separator", "task_names", "question_type_column", "split_tasks"),
     "parquet": ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells"),
     "vqa": ("per_dataset", "seed", "picks"),
     "shapes": ("images_per_task", "seed"),

@@ -18,7 +18,9 @@ is kept, an all-number column is numbers; the spec's `deviations` (`keep_na_word
 read them otherwise. An answer that is not one of the row's options (RealWorldQA's "Uphill",
 an answer whose option cell is missing) is scored, as there, and is never right. A UTF-8
 byte-order mark before the header is skipped, as pandas skips it.
-A `task_column` cell is the task as pandas reads it (whitespace kept). `task_names` lists the tasks
+A `task_column` cell is the task as pandas reads it (whitespace kept). `split_tasks: true` makes the
+`split` cell the task where the file has that column (VLMEvalKit reports each split apart), the fixed
+`task` (default: the benchmark's name) where it has none or the cell is empty. `task_names` lists the tasks
 the reference scores: a row naming another (MMMU's subject "Math ", a folder MMMU's scripts never
 read) is that row's error. `question_type_column` names a column whose cell "multiple-choice" makes
 the row a choice question and any other an open one (its options neither shown nor read), as MMMU's
@@ -235,6 +237,8 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     _read_cells(spec, header, rows)
     rows = _select_split(spec, path, header, rows)
     task_column = spec.loader_options.get("task_column")
+    if spec.loader_options.get("split_tasks") and "split" in header:
+        task_column = "split"
     fixed_task = str(spec.loader_options.get("task", spec.name))
     letters = [c for c in _OPTION_LETTERS if c in header]
     base = root if root.is_dir() else root.parent
@@ -304,6 +308,8 @@ def _tasks(row: dict[str, str], task_column: str | None, fixed_task: str,
     if not task_column:
         return [(fixed_task, row)]
     cell = _text(row, task_column) if task_column in _READ_COLUMNS else _as_read(row, task_column)
+    if not cell and task_column == "split":
+        return [(fixed_task, row)]
     if not separator or separator not in cell:
         return [(cell, row)]
     names = list(dict.fromkeys(name.strip() for name in cell.split(separator) if name.strip()))

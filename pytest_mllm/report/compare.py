@@ -15,10 +15,10 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
+from pytest_mllm import sections
 from pytest_mllm.echo import markup_text
 from pytest_mllm.report.html import (
     CHARTS_MISSING,
-    RATE_METRICS,
     Card,
     Section,
     Series,
@@ -34,7 +34,7 @@ from pytest_mllm.report.html import (
     task_options,
     write_page,
 )
-from pytest_mllm.scoring.gates import Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
+from pytest_mllm.scoring.gates import EXAMPLE_DROP, Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
 
 Document = Mapping[str, Any]
 
@@ -250,7 +250,9 @@ def _version(benchmarks: Mapping[str, Any], name: str) -> str:
 def _gates_section(comparison: Mapping[str, Any]) -> Section | None:
     """The regression limits' verdicts."""
     gates = comparison["gates"]
-    return Section("gates", "Regression limits", render("gates.html.j2", gates=gates)) if gates else None
+    if not gates:
+        return None
+    return Section("gates", "Regression limits", render("gates.html.j2", gates=gates, units=sections.gate_units()))
 
 
 def _metrics_section(comparison: Mapping[str, Any]) -> Section:
@@ -268,7 +270,9 @@ def _metrics_section(comparison: Mapping[str, Any]) -> Section:
             pm = [_plus_minus(intervals.get(key), rate).strip() for intervals in bench.get("intervals") or []]
             rows.append({"key": key, "rate": rate, "cells": cells, "headline": key == headline, "pm": pm,
                          "unit": unit_label(key, values, headline)})
+        found = sections.column(headline)
         blocks.append({"name": name, "headline": headline, "rows": rows,
+                       "units": found.unit_note if found is not None else "",
                        "chart": _compare_chart(comparison["labels"], bench) if charts else None})
     return Section("metrics", "Metrics", render("compare_metrics.html.j2", labels=comparison["labels"],
                                                 benchmarks=blocks, note="" if charts else CHARTS_MISSING))
@@ -286,7 +290,7 @@ def _compare_chart(labels: Sequence[str], bench: Mapping[str, Any]) -> Markup | 
     """Each run's headline metric per task (or per scope when there is one task), as grouped bars."""
     headline = bench["headline"]
     task_names = list(dict.fromkeys(t for scopes in bench["scopes"] for t in scopes.get("tasks") or {}))
-    scale = 100 if headline in RATE_METRICS else 1
+    scale = 100 if sections.is_rate_key(headline) else 1
     if len(task_names) >= 2:
         rows = task_names
         values = [[(s.get("tasks") or {}).get(t, {}).get(headline) for t in rows] for s in bench["scopes"]]
@@ -329,7 +333,8 @@ def _paired_section(comparison: Mapping[str, Any]) -> Section | None:
     rows = paired_rows(comparison)
     if not rows:
         return None
-    return Section("paired", "Paired differences", render("compare_paired.html.j2", rows=rows))
+    return Section("paired", "Paired differences", render("compare_paired.html.j2", rows=rows,
+                                                          units=sections.units_notes()))
 
 
 COMPARE_SECTIONS = (_runs_section, _gates_section, _metrics_section, _paired_section, _flips_section)
@@ -410,14 +415,14 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
 
 
 def unit_label(key: str, values: Sequence[Any], headline: str) -> str:
-    """The unit a compared metric is shown in: "%" for rates, "points" for MME's scores, "count", or
+    """The unit a compared metric is shown in: "%" for rates, "points" for a section's points, "count", or
     "fraction" for other 0–1 figures shown as they are."""
     value = next((v for v in values if v is not None), None)
     if is_rate(key, value, headline):
         return "%"
     if isinstance(value, int) and not isinstance(value, bool):
         return "count"
-    if key.rsplit(".", 1)[-1] == "score" or headline == "score":
+    if sections.is_points_key(key.rsplit(".", 1)[-1]) or sections.is_points_key(headline):
         return "points"
     if isinstance(value, float) and -1 <= value <= 1:
         return "fraction"
@@ -471,9 +476,9 @@ def _paired_table(rows: Sequence[Mapping[str, Any]]) -> Any:
     """The paired differences, significant ones coloured."""
     from rich.table import Table
 
-    table = Table(title="paired differences (shared samples; Δ and its 95 % interval in pp for rates, points for "
-                        "MME scores; two-sided p)", title_justify="left",
-                  show_edge=False)
+    units = "".join(f"; {note}" for note in sections.units_notes())
+    table = Table(title=f"paired differences (shared samples; Δ and its 95 % interval in pp for rates{units}; "
+                        "two-sided p)", title_justify="left", show_edge=False)
     for column in ("run", "metric", "Δ", "95 % CI", "p", "test", "samples"):
         table.add_column(column, overflow="fold" if column == "samples" else "ellipsis", no_wrap=column != "samples",
                          justify="right" if column in ("Δ", "95 % CI", "p") else "left")
@@ -492,8 +497,8 @@ def _gates_table(gates: Sequence[Mapping[str, Any]]) -> Any:
     """The regression limits' verdicts, coloured."""
     from rich.table import Table
 
-    table = Table(title="regression limits (in the metric's unit: rates as fractions 0–1, not %; MME scores in points)",
-                  title_justify="left", show_edge=False)
+    table = Table(title=f"regression limits (in the metric's unit: {sections.gate_units()})", title_justify="left",
+                  show_edge=False)
     for column in ("run", "gate", "value", "limit", "verdict", "note"):
         table.add_column(column, overflow="fold" if column == "note" else "ellipsis")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
@@ -514,9 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--html", type=Path, help="write the comparison report here")
     parser.add_argument("--json", type=Path, help="write the comparison as JSON here")
     parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=DROP",
-                        help="regression limit, as --mllm-max-drop: 'mme.perception=20', or a bare DROP for "
-                             "every headline metric; 'mme.perception=significant[@0.05]' fails only on a "
-                             "significant drop, 'mme.perception=20@0.05' only when the drop exceeds 20 with "
+                        help=f"regression limit, as --mllm-max-drop: '{EXAMPLE_DROP}', or a bare DROP for "
+                             "every headline metric; 'BENCH.METRIC=significant[@0.05]' fails only on a "
+                             f"significant drop, '{EXAMPLE_DROP}@0.05' only when the drop exceeds it with "
                              "95%% confidence (paired on the shared samples); may be repeated")
     args = parser.parse_args(argv)
     if len(args.results) < 2:

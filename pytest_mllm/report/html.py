@@ -4,8 +4,8 @@ Everything is inline (CSS, SVG charts drawn by matplotlib, one small filtering s
 the page's Content-Security-Policy by its hash), so the page needs no network. Every value from
 the document is escaped by Jinja2's autoescaping.
 
-Each section is built by one function that returns None when the document has no data for it:
-to add a section, write such a function (and its template) and list it in REPORT_SECTIONS.
+Each part of the page is built by one function that returns None when the document has no data for
+it (REPORT_SECTIONS); a method's part comes from its registered section (`pytest_mllm.sections`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,9 @@ from typing import Any, Callable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
-from pytest_mllm import __version__
+from pytest_mllm import __version__, sections
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
-RATE_METRICS = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
-                "circular_accuracy", "vanilla_accuracy", "category_mean_accuracy", "mmmu_accuracy", "mean_score",
-                "a_acc", "f_acc", "q_acc")  # 0–1 values, shown in %
-SCORE_COLUMNS = ("accuracy", "accuracy_plus", "score", "precision", "recall", "f1", "yes_ratio")
-HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score", "precision": "precision %",
-           "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %"}
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 CHARTS_MISSING = "Charts need matplotlib: pip install 'pytest-mllm[html]'."
 METHOD_NAMES = {"wilson": "Wilson score interval", "bootstrap": "percentile bootstrap over units"}
@@ -63,7 +57,7 @@ class Card:
     tone: str = ""  # "", "good" or "bad"
 
 
-Builder = Callable[[Document], "Section | None"]
+Builder = Callable[[Document], "Section | list[Section] | None"]
 
 
 # -- formatting ---------------------------------------------------------------------------
@@ -72,11 +66,11 @@ Builder = Callable[[Document], "Section | None"]
 def is_rate(key: str, value: Any, headline: str) -> bool:
     """Whether a flat metric is a 0–1 rate (shown in %): by its last part, else as the headline metric."""
     last = key.rsplit(".", 1)[-1]
-    if last in RATE_METRICS:
+    if sections.is_rate_key(last):
         return True
-    if last == "score" or (last in ("count", "errors") and isinstance(value, int)):
+    if sections.column(last) is not None or (last in ("count", "errors") and isinstance(value, int)):
         return False
-    return headline in RATE_METRICS
+    return sections.is_rate_key(headline)
 
 
 def format_value(value: Any, rate: bool) -> str:
@@ -244,7 +238,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(value=format_value, delta=format_delta)
-    env.globals.update(headers=HEADERS, rate_metrics=RATE_METRICS, interval_view=interval_view)
+    env.globals.update(interval_view=interval_view)
     return env
 
 
@@ -253,12 +247,12 @@ def render(template: str, **context: Any) -> Markup:
     return Markup(environment().get_template(template).render(**context))
 
 
-def render_page(title: str, subtitle: str, cards: Sequence[Card], sections: Sequence[Section]) -> str:
-    """A whole page around `sections`; its policy allows only inline styles, data images and our script."""
+def render_page(title: str, subtitle: str, cards: Sequence[Card], parts: Sequence[Section]) -> str:
+    """A whole page around `parts`; its policy allows only inline styles, data images and our script."""
     script = (TEMPLATES / "filter.js").read_text(encoding="utf-8")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return environment().get_template("page.html.j2").render(
-        title=title, subtitle=subtitle, cards=cards, sections=sections, version=__version__,
+        title=title, subtitle=subtitle, cards=cards, sections=parts, version=__version__,
         css=Markup((TEMPLATES / "report.css").read_text(encoding="utf-8")),
         script=Markup(script), script_hash=f"sha256-{digest}")
 
@@ -295,7 +289,7 @@ def _run_section(document: Document) -> Section:
 def _gates_section(document: Document) -> Section | None:
     """Each gate with its value, limit and coloured verdict."""
     gates = document.get("gates") or []
-    return Section("gates", "Gates", render("gates.html.j2", gates=gates)) if gates else None
+    return Section("gates", "Gates", render("gates.html.j2", gates=gates, units=sections.gate_units())) if gates else None
 
 
 def _scores_section(document: Document) -> Section | None:
@@ -314,36 +308,71 @@ def _scores_section(document: Document) -> Section | None:
         rows += [("task", task, scope) for task, scope in (scopes.get("tasks") or {}).items()]
         categories = [(level, label, scope) for key, level in (("l2_categories", "l2"), ("categories", "category"))
                       for label, scope in (scopes.get(key) or {}).items()]
-        columns = [c for c in SCORE_COLUMNS if any(c in scope for _, _, scope in rows)]
+        undefined: Mapping[str, Any] = scopes["undefined"] if isinstance(scopes.get("undefined"), Mapping) else {}
+        shown = [c for c in sections.columns() if c.shown
+                 and (c.key in undefined or any(c.key in scope for _, _, scope in rows))]
         intervals = bench.get("intervals")
         blocks.append({
             "name": name, "version": bench.get("version"), "headline": bench.get("headline"),
-            "rows": rows, "columns": columns, "categories": categories,
+            "rows": rows, "categories": categories,
+            "columns": [ScoreColumn("accuracy", "acc %", True), *(_column(c) for c in shown)],
+            "category_columns": [_column(c) for c in shown if c.categories],
             "charts": _benchmark_charts(scopes, group_of) if charts else [],
             "intervals": intervals if isinstance(intervals, Mapping) else {},
             "intervals_method": bench.get("intervals_method"),
-            "undefined": scopes.get("undefined") if isinstance(scopes.get("undefined"), Mapping) else {},
+            "undefined": undefined,
         })
     note = "" if charts else CHARTS_MISSING
     return Section("scores", "Scores", render("scores.html.j2", benchmarks=blocks, note=note,
                                               intervals_note=intervals_note(benchmarks)))
 
 
+@dataclass(frozen=True)
+class ScoreColumn:
+    """A column of the score tables as the template shows it."""
+
+    key: str
+    header: str
+    rate: bool
+
+
+def _column(column: sections.Column) -> ScoreColumn:
+    return ScoreColumn(column.key, column.header, column.unit == "rate")
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a section's part of the report may use (`sections.HtmlPage`)."""
+
+    charts: bool
+    settings: Mapping[str, Any]
+
+    def render(self, template: str, **context: Any) -> Markup:
+        return render(template, **context)
+
+    def bar_chart(self, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], *,
+                  axis_label: str, axis_max: float | None = None,
+                  bar_groups: Sequence[str | None] | None = None) -> Markup:
+        return bar_chart(labels, [Series(name, values) for name, values in series], axis_label=axis_label,
+                         axis_max=axis_max, bar_groups=bar_groups)
+
+
 def _benchmark_charts(scopes: Mapping[str, Any], group_of: Mapping[str, str | None]) -> list[tuple[str, Markup]]:
-    """(caption, svg): per-task score or accuracy bars, and accuracy per category, where 2+ bars."""
+    """(caption, svg): per-task bars (a section's, else accuracy and the rates sections draw beside it), and
+    accuracy per category, where 2+ bars."""
     charts = []
     tasks = scopes.get("tasks") or {}
     if len(tasks) >= 2:
         names = list(tasks)
-        if all("score" in scope for scope in tasks.values()):
-            series = [Series("score", [tasks[t]["score"] for t in names])]
-            svg = bar_chart(names, series, axis_label="score (0–200)", axis_max=200,
-                            bar_groups=[group_of.get(t) for t in names])
-            charts.append(("Score per subtask", svg))
+        page = Page(charts=True, settings={})
+        own = next((chart for section in sections.all_sections()
+                    if (chart := section.html_task_chart(tasks, group_of, page)) is not None), None)
+        if own is not None:
+            charts.append(own)
         else:
             series = [Series("accuracy %", [_percent(tasks[t].get("accuracy")) for t in names])]
-            if any("accuracy_plus" in scope for scope in tasks.values()):
-                series.append(Series("accuracy+ %", [_percent(tasks[t].get("accuracy_plus")) for t in names]))
+            series += [Series(c.chart_label, [_percent(tasks[t].get(c.key)) for t in names]) for c in sections.columns()
+                       if c.chart_label and any(c.key in scope for scope in tasks.values())]
             charts.append(("Accuracy per task", bar_chart(names, series, axis_label="%", axis_max=100)))
     categories = scopes.get("categories") or {}
     if len(categories) >= 2:
@@ -399,60 +428,22 @@ def _errors_section(document: Document) -> Section | None:
     return Section("errors", f"Errors ({len(views)})", render("errors.html.j2", samples=views))
 
 
-def _vrp_section(document: Document) -> Section | None:
-    """Visual referring prompts: accuracy per level and radar axis, the relation, and the radar chart."""
-    found = {name: b["scopes"]["vrp"] for name, b in (document.get("benchmarks") or {}).items()
-             if (b.get("scopes") or {}).get("vrp")}
-    if not found:
-        return None
-    radar = None
-    if charts_available():
-        from pytest_mllm.vrp.radar import radar_svg
-
-        radar = Markup(radar_svg(found))
-    return Section("vrp", "Visual referring prompts (VRPTEST)", render("vrp.html.j2", benchmarks=found, radar=radar))
-
-
-def _judge_section(document: Document) -> Section | None:
-    """Open answers: word matching vs the judge ensemble, vote splits, judge errors, human agreement."""
-    found = {name: b["scopes"]["judge"] for name, b in (document.get("benchmarks") or {}).items()
-             if (b.get("scopes") or {}).get("judge")}
-    if not found:
-        return None
-    charts = []
-    if charts_available():
-        for name, judge in found.items():
-            splits = judge.get("splits") or {}
-            if splits:
-                charts.append((f"{name}: judge vote splits", bar_chart(
-                    list(splits), [Series("samples", [float(v) for v in splits.values()])], axis_label="samples")))
-    return Section("judge", "Open answers: judge ensemble and word matching",
-                   render("judge.html.j2", benchmarks=found, charts=charts))
+def section_parts(document: Document) -> list[Section]:
+    """Each registered section's part of the page, over the benchmarks whose scopes hold its part."""
+    benchmarks = document.get("benchmarks") or {}
+    page = Page(charts=charts_available(), settings=document.get("settings") or {})
+    parts = []
+    for section in sections.all_sections():
+        found = {name: part for name, bench in benchmarks.items()
+                 if isinstance(part := (bench.get("scopes") or {}).get(section.name), Mapping) and part}
+        made = section.html(found, page) if found else None
+        if made is not None:
+            parts.append(Section(made.id, made.title, made.body))
+    return parts
 
 
-def _tp_eval_section(document: Document) -> Section | None:
-    """TP-Eval: accuracy per task under the benchmark's prompt and under the customized one."""
-    found = {name: b["scopes"]["tp_eval"] for name, b in (document.get("benchmarks") or {}).items()
-             if (b.get("scopes") or {}).get("tp_eval")}
-    if not found:
-        return None
-    charts = []
-    if charts_available():
-        for name, tp in found.items():
-            tasks = list(tp["tasks"])
-            charts.append((f"{name}: accuracy per task, original vs customized prompt", bar_chart(
-                tasks, [Series("original", [100 * tp["tasks"][t]["original_accuracy"] for t in tasks]),
-                        Series("customized", [100 * tp["tasks"][t]["optimized_accuracy"] for t in tasks])],
-                axis_label="accuracy %", axis_max=100.0)))
-    prompts_model = (document.get("settings") or {}).get("prompts_model")
-    return Section("tp_eval", "Prompts customized per model (TP-Eval)",
-                   render("tp_eval.html.j2", benchmarks=found, charts=charts, prompts_model=prompts_model))
-
-
-REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, _vrp_section, _judge_section,
-                                        _tp_eval_section,
-                                        _incorrect_section,
-                                        _errors_section)
+REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_section, section_parts,
+                                        _incorrect_section, _errors_section)
 
 
 def _cards(document: Document) -> list[Card]:
@@ -480,6 +471,9 @@ def write_html(document: dict[str, Any], path: Path) -> None:
     """Write the report of one run (a `--mllm-json` document) to `path`."""
     model = (document.get("settings") or {}).get("model") or "no model"
     names = ", ".join(document.get("benchmarks") or {}) or "no benchmark"
-    sections = [s for s in (build(document) for build in REPORT_SECTIONS) if s is not None]
-    html = render_page(f"pytest-mllm · {model}", names, _cards(document), sections)
+    parts: list[Section] = []
+    for build in REPORT_SECTIONS:
+        made = build(document)
+        parts += made if isinstance(made, list) else [made] if made is not None else []
+    html = render_page(f"pytest-mllm · {model}", names, _cards(document), parts)
     write_page(html, Path(path))

@@ -1,11 +1,13 @@
 """The Markdown summary for a CI page (`--mllm-markdown`, `$GITHUB_STEP_SUMMARY`): headline scores with
-their intervals, the gates with their verdicts, the regressions against a baseline, where the reports are."""
+their intervals, the sections' lines, the gates with their verdicts, the regressions against a baseline,
+where the reports are."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_mllm import sections
 from pytest_mllm.echo import markdown_code, markdown_text
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
@@ -27,13 +29,16 @@ def markdown_summary(results: Mapping[str, BenchmarkResult], verdicts: Sequence[
         for name, result in results.items():
             lines += _score_rows(name, result)
         lines.append("")
+        more = [line for name, result in results.items() for section, part in sections.with_parts(result.scopes)
+                for line in section.markdown(_text(name), part)]
+        lines += [*more, ""] if more else []
     gates = [v for v in verdicts if v.gate.max_drop is None]
     limits = [v for v in verdicts if v.gate.max_drop is not None]
     if gates:
         lines += ["### Gates", "", "| gate | value | limit | verdict | note |", "|---|---:|---:|---|---|"]
         lines += [f"| `{_code(v.gate.text)}` | {_number(v.value)} | {_number(v.limit)} | {_VERDICTS[v.verdict]} | "
                   f"{_text(v.note)} |" for v in gates]
-        lines += ["", "Gates are in the metric's own unit: rates as fractions 0–1, MME scores in points.", ""]
+        lines += ["", f"Gates are in the metric's own unit: {sections.gate_units()}.", ""]
     if limits:
         lines += ["### Regressions against the baseline", "", "| limit | value | lowest allowed | verdict | note |",
                   "|---|---:|---:|---|---|"]
@@ -83,17 +88,12 @@ def _answers(result: BenchmarkResult) -> str:
 
 
 def _scaled(value: object, metric: str) -> str:
-    """A headline value as the terminal shows it: rates in %, scores in points."""
+    """A headline value as the terminal shows it: rates in %, points and other numbers as they are."""
     if not isinstance(value, (int, float)):
         return "–"
-    if metric in _PERCENT:
+    if sections.is_rate_key(metric):
         return f"{100 * value:.2f} %"
     return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
-_PERCENT = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
-            "circular_accuracy", "vanilla_accuracy", "mean_score", "mmmu_accuracy", "a_acc", "f_acc", "q_acc",
-            "category_mean_accuracy")
 
 
 def _number(value: float | None) -> str:

@@ -204,7 +204,8 @@ def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dic
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `pytest-mllm-merge` command."""
-    from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
+    from pytest_mllm.scoring.gates import (EXAMPLE_GATES, GateSettings, GateSyntaxError, load_baseline, parse_gate,
+                                          parse_max_drop)
 
     parser = argparse.ArgumentParser(
         prog="pytest-mllm-merge",
@@ -212,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "with the metrics of a single run, and decide gates on it.")
     parser.add_argument("out", type=Path, help="the merged results file to write (JSON)")
     parser.add_argument("shards", nargs="+", type=Path, help="the shards' --mllm-json files, one per shard")
-    parser.add_argument("--gate", action="append", default=[], metavar="EXPR", help="e.g. 'mme.perception>=1400'")
+    parser.add_argument("--gate", action="append", default=[], metavar="EXPR", help=f"e.g. {EXAMPLE_GATES}")
     parser.add_argument("--gate-skip-missing", action="store_true",
                         help="a gate whose benchmark or task did not run is 'not run' instead of failed")
     parser.add_argument("--baseline", type=Path, help="earlier --mllm-json results for regression limits")

@@ -1,14 +1,15 @@
-"""The files a run writes at its end: results JSON, HTML report, VRPTEST's radar chart, MME's results format,
-the Markdown summary, and the job summary it appends to ($GITHUB_STEP_SUMMARY); one policy for all of them
-(`engine/output_paths.py`)."""
+"""The files a run writes at its end: results JSON, HTML report, the sections' own files (each asked for by
+its option), the Markdown summary, and the job summary it appends to ($GITHUB_STEP_SUMMARY); one policy for
+all of them (`engine/output_paths.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm import sections
 from pytest_mllm.engine.output_paths import (
     Input,
     Output,
@@ -30,10 +31,9 @@ class Outputs:
 
     json_path: Path | None = None
     html_path: Path | None = None
-    mme_results: Path | None = None
-    vrp_radar: Path | None = None
     markdown_path: Path | None = None  # --mllm-markdown
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY: the summary is appended to it
+    section_files: Mapping[str, Path | None] = field(default_factory=dict)  # a section's option → its path
     step_summary_problem: str | None = None  # why the job summary is left out (a warning, never an error)
 
     def check(self, inputs: Iterable[Input] = (), also: Iterable[Output] = ()) -> Outputs:
@@ -46,10 +46,11 @@ class Outputs:
         `step_summary_problem` set, for a warning; the run and its other outputs go on.
         """
         inputs = list(inputs)
+        declared = sections.output_files()
+        files = [(option, path, declared[option][1].folder) for option, path in self.section_files.items()]
         outputs = [Output(option, path, folder) for option, path, folder in (
-            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False),
-            ("--mllm-vrp-radar", self.vrp_radar, False), ("--mllm-markdown", self.markdown_path, False),
-            ("--mllm-mme-results", self.mme_results, True))
+            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False), *files,
+            ("--mllm-markdown", self.markdown_path, False))
             if path is not None] + list(also)
         check_outputs(outputs, inputs)
         problem = self.step_summary and append_problem(self.step_summary, "$GITHUB_STEP_SUMMARY", inputs, outputs)
@@ -87,12 +88,10 @@ class Outputs:
 
             write_html(document, self.html_path)
             written.append(("HTML report", self.html_path))
-        if self.vrp_radar:
-            from pytest_mllm.vrp.radar import write_radar
-
-            write_radar({name: r.scopes.get("vrp") or {} for name, r in results.items()}, self.vrp_radar)
-        if self.mme_results:
-            from pytest_mllm.loaders.mme_results import write_mme_results
-
-            write_mme_results([r for res in results.values() for r in res.records], self.mme_results)
+        declared = sections.output_files()
+        for option, path in self.section_files.items():
+            if path is not None:
+                what = declared[option][0].write(option, path, results)
+                if what:
+                    written.append((what, path))
         return written

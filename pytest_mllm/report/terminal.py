@@ -1,13 +1,16 @@
-"""The terminal summary: rich tables of scores per benchmark, group and task, and the gates."""
+"""The terminal summary: rich tables of scores per benchmark, group and task, the sections' tables, and
+the gates."""
 
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
+from pytest_mllm import sections
 from pytest_mllm.echo import markup_text, printable
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
+from pytest_mllm.sections import Column
 
 
 def _fmt(value: Any, percent: bool = True) -> str:
@@ -18,21 +21,17 @@ def _fmt(value: Any, percent: bool = True) -> str:
     return str(value)
 
 
+def _present(result: BenchmarkResult) -> list[Column]:
+    """The sections' columns some scope of this benchmark holds."""
+    return [c for c in sections.columns() if any(c.key in scope for _, _, scope in _scopes(result))]
+
+
 def _columns(result: BenchmarkResult) -> list[str]:
-    cols = ["accuracy"]
-    if any("accuracy_plus" in scope for _, _, scope in _scopes(result)):
-        cols.append("accuracy_plus")
-    if "mme_score" in result.spec.metrics:
-        cols.append("score")
-    if "mean_score" in result.spec.metrics:
-        cols.append("mean_score")
-    cols += [c for c in _CIRCULAR if any(c in scope for _, _, scope in _scopes(result))]
+    """The score table's values: accuracy, the sections' score columns, and the headline."""
+    cols = ["accuracy", *(c.key for c in _present(result) if c.shown and c.table is None)]
     if result.spec.headline not in cols and any(result.spec.headline in scope for _, _, scope in _scopes(result)):
-        cols.append(result.spec.headline)  # POPE's mean_f1, …
+        cols.append(result.spec.headline)  # a value shown in a table of its own, or in none
     return cols
-
-
-_CIRCULAR = ("circular_accuracy", "vanilla_accuracy")  # MMBench's CircularEval (scoring/circular.py)
 
 
 def _scopes(result: BenchmarkResult) -> Iterable[tuple[str, str, dict[str, Any]]]:
@@ -53,15 +52,14 @@ def _durations(result: BenchmarkResult) -> dict[str, float]:
     return times
 
 
-# Every score column names its unit: rates (0–1 in the JSON, gates and limits) are shown in percent,
-# MME's scores (0–200 per task, summed per group) in points, as MME reports them.
-_HEADERS = {"accuracy": "acc %", "accuracy_plus": "acc+ %", "score": "score pts", "mean_score": "mean score %",
-            "precision": "prec %", "recall": "recall %", "f1": "F1 %", "yes_ratio": "yes %",
-            "circular_accuracy": "circular %", "vanilla_accuracy": "vanilla %", "mean_f1": "mean F1 %",
-            "pooled_f1": "pooled F1 %"}
+def header(key: str) -> str:
+    """A score column's header, naming its unit: rates (0–1 in the JSON, gates and limits) in percent,
+    a section's points (`Column.unit_note`) in points."""
+    found = sections.column(key)
+    return "acc %" if key == "accuracy" else found.header if found is not None else key
 
 
-def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], str | None]],
+def _table(title: str, cols: list[str], rows: Sequence[tuple[str, dict[str, Any], str | None]],
            extra: dict[str, dict[str, str]]) -> Any:
     from rich.table import Table
     from rich.text import Text
@@ -71,11 +69,11 @@ def _table(title: str, cols: list[str], rows: list[tuple[str, dict[str, Any], st
     table.add_column("n", justify="right")
     table.add_column("err", justify="right", min_width=3)
     for col in cols:
-        table.add_column(_HEADERS.get(col, col), justify="right", no_wrap=True)
+        table.add_column(header(col), justify="right", no_wrap=True)
     for col in extra:
         table.add_column(col, justify="right", no_wrap=True)
     for label, scope, key in rows:
-        cells = [_fmt(scope.get(c), percent=c != "score") for c in cols]
+        cells = [_fmt(scope.get(c), percent=not sections.is_points_key(c)) for c in cols]
         more = [values.get(key or "", "") for values in extra.values()]
         table.add_row(Text(label), str(scope.get("count", 0)), str(scope.get("errors", 0)), *cells, *more,
                       style="bold" if not label.startswith(" ") else None)
@@ -94,39 +92,37 @@ def _uncertainty_column(result: BenchmarkResult) -> dict[str, dict[str, str]]:
     for key in ("overall", *result.scopes["groups"], *result.scopes["tasks"]):
         interval = found.get(headline if key == "overall" else f"{key}.{headline}")
         if interval:
-            width = half_width(interval) * (1 if headline == "score" else 100)
+            width = half_width(interval) * (1 if sections.is_points_key(headline) else 100)
             column[key] = f"±{width:.1f}"
-    return {f"{_HEADERS.get(headline, headline).split()[0]} ±95%": column}
+    return {f"{header(headline).split()[0]} ±95%": column}
 
 
 def _units_note(cols: list[str]) -> str:
-    """The table's units in words: rates in %, MME scores in points, ± in the column's unit."""
-    note = "rates in %"
-    if "score" in cols:
-        note += ", MME scores in points"
-    return note
+    """The table's units in words: rates in %, a section's points as it says, ± in the column's unit."""
+    notes = [found.unit_note for col in cols if (found := sections.column(col)) is not None and found.unit_note]
+    return ", ".join(["rates in %", *dict.fromkeys(notes)])
 
 
 def benchmark_tables(result: BenchmarkResult) -> list[Any]:
-    """Scores per scope (overall, groups, tasks), and POPE's yes/no metrics where computed."""
+    """Scores per scope (overall, groups, tasks), the tables of the sections' own columns, the values left
+    undefined, and each section's tables."""
     spec = result.spec
     title = (spec.name + (f" (v{spec.version.removeprefix('v')})" if spec.version else "")
              + f" · headline: {spec.headline} · {_units_note(_columns(result))}")
     rows = [(label, scope, key) for label, key, scope in _scopes(result)]
     times = {**_uncertainty_column(result), "time s": {k: f"{v:.1f}" for k, v in _durations(result).items()}}
-    tables = [_table(title, _columns(result), rows, times)]
+    tables: list[Any] = [_table(title, _columns(result), rows, times)]
+    tables += [f"{spec.name}: {c.note}" for c in _present(result) if c.shown and c.table is None and c.note]
     if result.records and result.intervals_note:
         from rich.text import Text
 
         tables.append(Text(f"{spec.name}: no uncertainty shown; {result.intervals_note}"))
-    pope_rows = [(label, scope, None) for label, scope, _ in rows if "precision" in scope]
-    if pope_rows:
-        mean = ["mean_f1"] if any("mean_f1" in scope for _, scope, _ in pope_rows) else []
-        tables.append(_table(f"{spec.name} · yes/no balance", ["precision", "recall", "f1", *mean, "yes_ratio"],
-                             pope_rows, {}))
-        if mean:
-            tables.append(f"{spec.name}: F1 of a scope of several tasks pools their answers (pooled_f1); "
-                          "mean F1 is the mean of its tasks' F1, as POPE's papers report it")
+    present = _present(result)
+    for title in dict.fromkeys(c.table for c in present if c.shown and c.table):
+        own = [c for c in present if c.shown and c.table == title]
+        own_rows = [(label, scope, None) for label, scope, _ in rows if any(c.key in scope for c in own)]
+        tables.append(_table(f"{spec.name} · {title}", [c.key for c in own], own_rows, {}))
+        tables += [f"{spec.name}: {c.note}" for c in own if c.note]
     keys_by_reason: dict[str, list[str]] = {}
     for key, why in (result.scopes.get("undefined") or {}).items():
         keys_by_reason.setdefault(why, []).append(key)
@@ -135,6 +131,11 @@ def benchmark_tables(result: BenchmarkResult) -> list[Any]:
 
         verb = "is" if len(keys) == 1 else "are"
         tables.append(Text(f"{spec.name}: {', '.join(keys)} {verb} undefined (shown –, not 0): {why}"))
+    categories = category_table(result)
+    if categories is not None:
+        tables.append(categories)
+    for section, part in sections.with_parts(result.scopes):
+        tables += section.terminal(spec.name, part)
     return tables
 
 
@@ -147,58 +148,13 @@ def category_table(result: BenchmarkResult) -> Any | None:
     if not rows:
         return None
     table = Table(title=f"{result.spec.name} by category", title_justify="left", show_edge=False)
-    circular = [c for c in _CIRCULAR if any(c in scope for _, _, scope in rows)]
+    more = [c.key for c in sections.columns() if c.categories and any(c.key in scope for _, _, scope in rows)]
     for col, justify in (("level", "left"), ("category", "left"), ("n", "right"), ("acc %", "right"),
-                         *((_HEADERS[c], "right") for c in circular)):
+                         *((header(c), "right") for c in more)):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for kind, name, scope in rows:
         table.add_row("l2" if kind == "l2_categories" else "category", markup_text(name), str(scope.get("count", 0)),
-                      _fmt(scope.get("accuracy")), *(_fmt(scope.get(c)) for c in circular))
-    return table
-
-
-def vrp_table(result: BenchmarkResult) -> Any | None:
-    """VRPTEST's view: accuracy per intervention level and radar axis, consistency, sensitivity."""
-    from rich.table import Table
-
-    vrp = result.scopes.get("vrp")
-    if not vrp:
-        return None
-    table = Table(title=f"{result.spec.name} · visual referring prompts", title_justify="left", show_edge=False)
-    for col, justify in (("kind", "left"), ("name", "left"), ("n", "right"), ("acc %", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for level, scope in vrp["levels"].items():
-        table.add_row("level", level, str(scope["count"]), _fmt(scope["accuracy"]))
-    for axis, scope in vrp["axes"].items():
-        table.add_row("axis", axis, str(scope["count"]), _fmt(scope["accuracy"]))
-    for name in ("consistency", "relation_holds", "sensitivity"):
-        table.add_row("relation", name.replace("_", " "), "", _fmt(vrp.get(name)), style="bold")
-    return table
-
-
-def judge_table(result: BenchmarkResult) -> Any | None:
-    """Open answers: word matching and CEE side by side, agreement, vote splits, human agreement."""
-    from rich.table import Table
-
-    judge = result.scopes.get("judge")
-    if not judge:
-        return None
-    how = "CEE judge + word matching" if judge["scoring"] == "cee" else "word matching (no --mllm-judge)"
-    title = f"{result.spec.name} · open answers: {how}"
-    table = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    rows = [("answered", str(judge["answered"])), ("word-matching acc %", _fmt(judge["word_accuracy"]))]
-    if "cee_accuracy" in judge:
-        rows += [("CEE acc %", _fmt(judge["cee_accuracy"])), ("CEE vs word agreement %", _fmt(judge["agreement"])),
-                 ("vote splits", ", ".join(f"{k}: {v}" for k, v in judge["splits"].items())),
-                 ("abstaining votes", str(judge["abstentions"]))]
-    rows.append(("judge errors", f"{judge['judge_errors']} ({_fmt(judge['judge_error_rate'])} %)"))
-    for method, scores in (judge.get("human") or {}).items():
-        rows.append((f"{method} vs human (n={scores['count']})",
-                     f"{_fmt(scores['agreement'])} % · κ {scores['kappa']:.3f}"))
-    for name, value in rows:
-        table.add_row(name, value)
+                      _fmt(scope.get("accuracy")), *(_fmt(scope.get(c)) for c in more))
     return table
 
 
@@ -206,7 +162,7 @@ def gates_table(verdicts: list[Verdict]) -> Any:
     """Each gate with its value, limit and verdict."""
     from rich.table import Table
 
-    table = Table(title=GATES_TITLE, title_justify="left", show_edge=False)
+    table = Table(title=GATES_TITLE.format(units=sections.gate_units()), title_justify="left", show_edge=False)
     table.add_column("gate", no_wrap=True)
     for col in ("value", "limit", "verdict"):
         table.add_column(col, no_wrap=True)
@@ -219,7 +175,7 @@ def gates_table(verdicts: list[Verdict]) -> Any:
     return table
 
 
-GATES_TITLE = "gates (in the gate's unit: rates as fractions 0–1, not %; MME scores in points)"
+GATES_TITLE = "gates (in the gate's unit: {units})"
 
 
 def gate_number(value: float | None) -> str:
@@ -234,7 +190,7 @@ def gate_number(value: float | None) -> str:
 def _gate_note(verdict: Verdict) -> str:
     """The verdict's note, and a hint when a rate's gate looks written in percent (`accuracy>=60`)."""
     value, limit, gate = verdict.value, verdict.limit, verdict.gate
-    rate = gate.key.rsplit(".", 1)[-1] in _RATES
+    rate = sections.is_rate_key(gate.key.rsplit(".", 1)[-1])
     if rate and gate.max_drop is not None and gate.max_drop >= 1:
         drop = gate.max_drop
         hint = f"this metric is a fraction 0–1: a drop of {drop:g} never fails; {drop:g} pp is {drop / 100:g}"
@@ -244,10 +200,6 @@ def _gate_note(verdict: Verdict) -> str:
         hint = f"this metric is a fraction 0–1: {limit:g} % is {limit / 100:g}"
         return f"{verdict.note}; {hint}" if verdict.note else hint
     return verdict.note
-
-
-_RATES = ("accuracy", "accuracy_plus", "precision", "recall", "f1", "yes_ratio", "mean_f1", "pooled_f1",
-          "circular_accuracy", "vanilla_accuracy", "mean_score")
 
 
 def incorrect_lines(results: dict[str, BenchmarkResult], limit: int) -> list[str]:

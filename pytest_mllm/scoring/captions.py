@@ -24,10 +24,21 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from typing import Sequence
+from typing import Sequence, TypedDict
 
-from pytest_mllm.record import Record
+from pytest_mllm.record import Record, RecordPart
 from pytest_mllm.scoring.metrics import Scope, ScopeView
+
+
+class CaptionPart(TypedDict):
+    """A caption scored against references, in its record: what the subtask's BLEU-4 and CIDEr need."""
+
+    caption: str  # tokenised
+    references: list[str]  # tokenised
+    bleu_counts: list[int]  # `bleu_counts(caption, references)`
+
+
+CAPTION: RecordPart[CaptionPart] = RecordPart("caption")
 
 ORDER = 4
 SIGMA = 6.0
@@ -109,17 +120,17 @@ def cider_d(captions: Sequence[Caption]) -> float:
 
 def captions_of(records: Sequence[Record]) -> list[Caption]:
     """The (caption, references) pairs the caption records carry."""
-    return [(r["caption"]["caption"], r["caption"]["references"]) for r in records]
+    return [(part["caption"], part["references"]) for r in records if (part := CAPTION.get(r))]
 
 
 def subtask_bleu4(records: Sequence[Record]) -> float:
     """BLEU-4 over caption records, from the counts each carries."""
-    return bleu4_of_counts([r["caption"]["bleu_counts"] for r in records])
+    return bleu4_of_counts([part["bleu_counts"] for r in records if (part := CAPTION.get(r))])
 
 
 def is_caption_subtask(scope: ScopeView) -> bool:
     """A task scope whose scored records are all captions."""
-    return scope.kind == "task" and bool(scope.scored) and all(r.get("caption") for r in scope.scored)
+    return scope.kind == "task" and bool(scope.scored) and all(CAPTION.get(r) for r in scope.scored)
 
 
 def scope_captions(scope: ScopeView) -> Scope:

@@ -2,10 +2,11 @@
 
 A metric path is `<benchmark>.<key>` where key is a flat metric key of that benchmark:
 `accuracy`, `score`, `f1`, a group or task name (its headline metric), or
-`<group or task>.<metric>`, `category.<name>.accuracy`, ….
-Each key means one thing: a group or task named like a metric of the overall scope (MME's subtask
-"count": every scope reports `count`, its number of samples) has no bare key, `mme.count` stays the
-benchmark's sample count and the subtask's headline is `mme.count.score` (`shadowed_scopes`).
+`<group or task>.<metric>`, `category.<name>.accuracy`, a section's `<section>.<value>`, ….
+Each key means one thing: a group or task named like a metric of the overall scope (a subtask
+"count": every scope reports `count`, its number of samples) has no bare key, `<benchmark>.count`
+stays the benchmark's sample count and the subtask's headline is `<benchmark>.count.<headline>`
+(`shadowed_scopes`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+
+from pytest_mllm import sections
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
@@ -56,7 +59,7 @@ class Verdict:
     note: str = ""
 
     def line(self) -> str:
-        """One line for the end of the session: `shapes.accuracy 0.497 < 0.99`, or why it failed."""
+        """One line for the end of the session: `bench.accuracy 0.497 < 0.99`, or why it failed."""
         gate = self.gate
         if self.value is not None and self.limit is not None:
             if gate.max_drop is not None:
@@ -66,26 +69,26 @@ class Verdict:
 
 
 def parse_gate(text: str) -> Gate:
-    """`mme.perception>=1400` → Gate; GateSyntaxError explains the expected form."""
+    """`bench.accuracy>=0.8` → Gate; GateSyntaxError explains the expected form."""
     match = _GATE.match(text)
     if not match:
         raise GateSyntaxError(
             f"invalid gate {text!r}: expected BENCHMARK.METRIC OP NUMBER with OP one of "
-            ">=, >, <=, <, == (e.g. 'mme.perception>=1400', 'pope.f1>=0.85')"
+            f">=, >, <=, <, == (e.g. {EXAMPLE_GATES})"
         )
     bench, key, op, number = match.groups()
     return Gate(text.strip(), bench, key, op, float(number))
 
 
 def parse_max_drop(text: str) -> Gate:
-    """`mme.perception=20` (that metric may drop by 20) or a bare `0.02` (every headline metric);
+    """`bench.score=20` (that metric may drop by 20) or a bare `0.02` (every headline metric);
     `…=significant[@ALPHA]` (fails when the drop is significant, α 0.05 by default) and `…=20@0.05`
     (fails when the drop exceeds 20 with 95 % confidence) test the drop on the paired samples."""
     match = _DROP.match(text)
     if not match:
         raise GateSyntaxError(
-            f"invalid --mllm-max-drop {text!r}: expected BENCHMARK.METRIC=DROP (e.g. 'mme.perception=20'), "
-            "BENCHMARK.METRIC=significant[@ALPHA] or BENCHMARK.METRIC=DROP@ALPHA (e.g. 'mme.perception=20@0.05'), "
+            f"invalid --mllm-max-drop {text!r}: expected BENCHMARK.METRIC=DROP (e.g. '{EXAMPLE_DROP}'), "
+            f"BENCHMARK.METRIC=significant[@ALPHA] or BENCHMARK.METRIC=DROP@ALPHA (e.g. '{EXAMPLE_DROP}@0.05'), "
             "or a bare DROP for every benchmark's headline metric"
         )
     bench, key, drop, alpha = match.groups()
@@ -106,7 +109,7 @@ def limit_text(limit: Gate) -> str:
 
 
 def shadowed_scopes(benchmark_metrics: Mapping[str, Any]) -> list[str]:
-    """The group and task names that are also a value of the overall scope (MME's subtask "count"): their bare
+    """The group and task names that are also a value of the overall scope (a subtask "count"): their bare
     key is that overall value, their headline only `<name>.<headline>`."""
     overall = benchmark_metrics["overall"]
     return [name for kind in ("tasks", "groups") for name in benchmark_metrics.get(kind, {}) if name in overall]
@@ -128,21 +131,8 @@ def flatten(benchmark_metrics: Mapping[str, Any], headline: str) -> dict[str, fl
         for name, scope in benchmark_metrics.get(scope_kind, {}).items():
             for metric, value in scope.items():
                 flat[f"{prefix}.{name}.{metric}"] = value
-    judge = benchmark_metrics.get("judge") or {}
-    for name in ("word_accuracy", "cee_accuracy", "agreement", "judge_error_rate"):
-        if judge.get(name) is not None:
-            flat[f"judge.{name}"] = judge[name]
-    vrp = benchmark_metrics.get("vrp") or {}
-    for name in ("consistency", "relation_holds", "sensitivity"):
-        if vrp.get(name) is not None:
-            flat[f"vrp.{name}"] = vrp[name]
-    tp_eval = benchmark_metrics.get("tp_eval") or {}
-    for name in ("original_accuracy", "optimized_accuracy", "improved_tasks", "improvement_ratio"):
-        if tp_eval.get(name) is not None:
-            flat[f"tp_eval.{name}"] = tp_eval[name]
-    for kind, prefix in (("levels", "vrp.level"), ("axes", "vrp.axis")):
-        for name, scope in vrp.get(kind, {}).items():
-            flat[f"{prefix}.{name}.accuracy"] = scope["accuracy"]
+    for section, part in sections.with_parts(benchmark_metrics):
+        flat.update(section.flat(part))
     return flat
 
 
@@ -153,7 +143,7 @@ def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
 
     `scopes` lists each benchmark's task and group names: a gate on one that had no
     sample in this run (deselected with -k, say) is "not run" rather than failed. A gate on the
-    bare name of a task that an overall value shadows (`mme.count`: the sample count) says so in
+    bare name of a task that an overall value shadows (`<benchmark>.count`: the sample count) says so in
     its note, naming the task's headline key (`headlines`: each benchmark's headline).
     """
     if gate.benchmark not in metrics:
@@ -278,12 +268,10 @@ class GateSettings:
         return verdicts
 
 
-# Keys of the benchmark-level sections (see `flatten`): always allowed, their metrics apply on their own.
-_SECTION_KEYS = (*(f"judge.{n}" for n in ("word_accuracy", "cee_accuracy", "agreement", "judge_error_rate")),
-                 *(f"vrp.{n}" for n in ("consistency", "relation_holds", "sensitivity")),
-                 *(f"tp_eval.{n}" for n in ("original_accuracy", "optimized_accuracy", "improved_tasks",
-                                            "improvement_ratio")))
-_NAMED = re.compile(r"^(?:(?:category|l2_category)\..+\.(?P<value>[^.]+)|vrp\.(?:level|axis)\.[^.]+\.accuracy)$")
+# Examples in messages and help texts.
+EXAMPLE_GATES = "'bench.accuracy>=0.8', 'bench.group_a>=0.75'"
+EXAMPLE_DROP = "bench.accuracy=0.02"
+_CATEGORY = re.compile(r"^(?:category|l2_category)\..+\.(?P<value>[^.]+)$")
 
 
 @dataclass(frozen=True)
@@ -311,8 +299,11 @@ class MetricSpace:
         known = self.keys()
         if key in known:
             return None
-        named = _NAMED.match(key)
-        if named and (named.group("value") is None or (self.categories and named.group("value") in self.values)):
+        named = sections.gate_pattern()
+        if named is not None and named.fullmatch(key):  # a section's key named by its data (not known before a run)
+            return None
+        category = _CATEGORY.match(key)
+        if category and self.categories and category.group("value") in self.values:
             return None
         parts = key.split(".")
         if parts[0] in ("category", "l2_category") and len(parts) >= 3 and self.categories:
@@ -323,9 +314,10 @@ class MetricSpace:
         return f"no metric {key!r}; {hint}"
 
     def keys(self) -> list[str]:
-        """Every key known by name (category names and VRP levels are not known before a run)."""
+        """Every key known by name (category names and the keys sections name by data are not known before a
+        run); sections' keys are always allowed: their metrics apply on their own."""
         values = sorted(self.values or ())
-        return [*values, *_SECTION_KEYS,  # a scope named like a value has no bare key (`shadowed_scopes`)
+        return [*values, *sections.gate_keys(),  # a scope named like a value has no bare key (`shadowed_scopes`)
                 *(key for scope in sorted(self.scopes)
                   for key in ([] if scope in values else [scope]) + [f"{scope}.{v}" for v in values])]
 

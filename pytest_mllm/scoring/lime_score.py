@@ -14,14 +14,14 @@ from collections import defaultdict
 from typing import Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.captions import subtask_bleu4
+from pytest_mllm.scoring.captions import CAPTION, subtask_bleu4
 from pytest_mllm.scoring.mean_score import mean_score
 from pytest_mllm.scoring.metrics import Scope, ScopeView
 
 
 def subtask_number(records: Sequence[Record]) -> float:
     """One subtask's number from its scored records, as its lmms-eval task computes it."""
-    if all(r.get("caption") for r in records):
+    if all(CAPTION.get(r) for r in records):
         return subtask_bleu4(records)
     if all(r["parser"] == "ocrbench" for r in records):
         return sum(1 for r in records if r["correct"]) / 1000

@@ -99,6 +99,7 @@ METRICS: list[Metric] = [
     Metric("ocrbench_accuracy", "pytest_mllm.scoring.ocrbench:scope_ocrbench_accuracy", keys=("ocrbench_accuracy",)),
     Metric("lime_score", "pytest_mllm.scoring.lime_score:scope_lime_score", keys=("lime_score",)),
     Metric("cider", "pytest_mllm.scoring.captions:scope_cider", keys=("cider",)),
+    Metric("ocr_f1", "pytest_mllm.scoring.ccocr:scope_ocr_f1", keys=("ocr_f1",)),
 ]
 
 

@@ -269,6 +269,7 @@ _VERDICT_PARSERS: dict[str, Parser] = {
     "code_bleu4": code,
     "mmmu": mmmu_text,
     "yes_no_vlmevalkit": yes_no_vlmevalkit,
+    "ccocr_ocr": response_text,  # CC-OCR's token F1 (scoring/ccocr.py)
 }
 # Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
 SCORED_PARSERS: dict[str, Parser] = {name: response_text for name in SCORERS}
@@ -281,7 +282,7 @@ def normalize_answer(answer: str, parser_name: str) -> str:
         return answer.strip().upper()
     if parser_name == "exact":
         return exact(answer)
-    if parser_name in ("code_bleu4", "yes_no_vlmevalkit"):
+    if parser_name in ("code_bleu4", "yes_no_vlmevalkit", "ccocr_ocr"):
         return answer  # compared exactly, as given
     if parser_name == "mmmu":
         return answer.strip()  # an option letter as given, or the open answer MMMU's matching reads

@@ -19,7 +19,9 @@ The bundled TextVQA, DocVQA, ChartQA and OCRBench specs use scorers that read th
 response (not its first line) and accept a TSV answer cell holding a Python list literal:
 ``textvqa_score`` (VLMEvalKit's VQA normalisation and accuracy, correct at 0.6), ``docvqa_anls``
 (ANLS on the response as given), ``chartqa_relaxed`` (relaxed accuracy on the response
-stripped), ``ocrbench`` and ``ocrbench_hme`` (OCRBench's substring match, `scoring/ocrbench.py`).
+stripped), ``ocrbench`` and ``ocrbench_hme`` (OCRBench's substring match, `scoring/ocrbench.py`), and
+``exact_match_max`` / ``exact_match_mean`` (VLMEvalKit's `accuracy` method: the response equal to an
+answer, both stripped and lowercased; OCRVQA takes the best answer, GQA the share of answers).
 
 Sources: LIME (Zhu et al. 2024, arXiv:2409.06851), whose code (github.com/kangreen0210/LIME,
 read in its mirror kangreen0210/LIME-rebuttal) is a fork of lmms-eval.
@@ -280,6 +282,25 @@ def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
     return relaxed_accuracy(answer.strip(), references)
 
 
+def _exact_matches(answer: str, references: Sequence[str]) -> list[float]:
+    """VLMEvalKit's `accuracy` method: 1.0 per accepted answer equal to the response, both stripped and
+    lowercased, else 0.0."""
+    mine = answer.strip().lower()
+    return [1.0 if reference.strip().lower() == mine else 0.0 for reference in references]
+
+
+def exact_match_max(answer: str, references: Sequence[str]) -> float:
+    """OCRVQA as VLMEvalKit scores it: 1.0 when any accepted answer equals the response (stripped, lowercased)."""
+    return max(_exact_matches(answer, references))
+
+
+def exact_match_mean(answer: str, references: Sequence[str]) -> float:
+    """GQA as VLMEvalKit scores it: the share of accepted answers equal to the response (stripped,
+    lowercased); with one answer, 1.0 or 0.0."""
+    matches = _exact_matches(answer, references)
+    return math.fsum(matches) / len(matches)
+
+
 def list_literal(references: Sequence[str], *, text_items: bool = True) -> list[str]:
     """The accepted answers as VLMEvalKit reads an answer cell (`istype(answer, list)`, then `eval`): a
     single cell that computes to a list (`scoring/list_cells.py`: literal arithmetic only, never eval)
@@ -358,9 +379,12 @@ SCORERS: dict[str, tuple[Scorer, float]] = {
     "chartqa_relaxed": (chartqa_relaxed, 1.0),
     "ocrbench": (_ocrbench, 1.0),
     "ocrbench_hme": (_ocrbench_hme, 1.0),
+    "exact_match_max": (exact_match_max, 1.0),
+    "exact_match_mean": (exact_match_mean, 1.0),
 }
 # Scorers of VLMEvalKit's TSV benchmarks, which read an answer cell holding a Python list literal as its items.
-LIST_LITERAL_CELLS = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme"})
+LIST_LITERAL_CELLS = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme",
+                                "exact_match_max", "exact_match_mean"})
 # Of those, the metrics whose reference prints each item of a list answer cell (`str(target)`).
 TEXT_ITEMS = frozenset({"chartqa_relaxed"})
 

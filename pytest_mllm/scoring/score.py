@@ -5,7 +5,7 @@ or a metric scored against references (ANLS, VQA match, relaxed accuracy, BLEU-4
 
 from __future__ import annotations
 
-from pytest_mllm.record import Record
+from pytest_mllm.record import Record, status_of
 from pytest_mllm.sample import Response, Sample
 from pytest_mllm.scoring.parsers import SCORED_PARSERS, WORD_MATCH_PARSERS, get_parser
 from pytest_mllm.scoring.prediction_cells import read_back
@@ -24,6 +24,13 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
     parsed = get_parser(record["parser"])(text, sample)
     if record["parser"] in SCORED_PARSERS:
         return _score_against_references(record, sample, response, parsed)
+    if record["parser"] == "ccocr_ocr":  # CC-OCR's token F1, read as the row's split and category say
+        from pytest_mllm.scoring.ccocr import row_f1
+
+        score, correct = row_f1(text, sample.answer, sample.split, sample.category)
+        record.update(response=response.text, parsed=parsed, score=score, correct=correct,
+                      status=status_of(correct), latency_s=round(response.latency_s, 6))
+        return record
     if record["parser"] == "mmmu":  # MMMU's own verdict: its option reading, or its open-answer matching
         from pytest_mllm.scoring.mmmu import verdict
 
@@ -33,7 +40,7 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
 
         correct = relaxed_code_match(text, sample.answer)
     elif sample.answer_type == "open" or record["parser"] in WORD_MATCH_PARSERS:
-        from pytest_mllm.scoring.word_match import word_match
+        from pytest_mllm.scoring.word_match import WORD_MATCH, word_match
 
         try:  # the authors' reading unless the lenient one is named (`parser: word_match_lenient`)
             correct = word_match(text, references(sample),
@@ -42,11 +49,11 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
         except ValueError as exc:
             record.update(response=response.text, error=f"bad reference answer: {exc}")
             return record
-        record["word_match"] = correct
+        WORD_MATCH.put(record, correct)
     else:
         correct = parsed == record["answer"]
     record.update(response=response.text, parsed=parsed, correct=correct,
-                  status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+                  status=status_of(correct), latency_s=round(response.latency_s, 6))
     return record
 
 
@@ -66,13 +73,13 @@ def _score_against_references(record: Record, sample: Sample, response: Response
         record.update(response=response.text, parsed=parsed, error=f"cannot score the answer: {exc}")
         return record
     record.update(response=response.text, parsed=parsed, score=score, correct=correct,
-                  status="correct" if correct else "incorrect", latency_s=round(response.latency_s, 6))
+                  status=status_of(correct), latency_s=round(response.latency_s, 6))
     if record["parser"] == "caption_bleu4":  # the subtask's corpus BLEU-4 and CIDEr need the tokens
-        from pytest_mllm.scoring.captions import bleu_counts
+        from pytest_mllm.scoring.captions import CAPTION, bleu_counts
         from pytest_mllm.scoring.references import caption_tokens
 
         caption, refs = caption_tokens(parsed), [caption_tokens(r) for r in references(sample)]
-        record["caption"] = {"caption": caption, "references": refs, "bleu_counts": bleu_counts(caption, refs)}
+        CAPTION.put(record, {"caption": caption, "references": refs, "bleu_counts": bleu_counts(caption, refs)})
     return record
 
 

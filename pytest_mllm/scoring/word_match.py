@@ -44,6 +44,11 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from pytest_mllm.record import RecordPart
+
+# An open answer's verdict by word matching (the paper's cheap baseline), kept beside the judge's.
+WORD_MATCH: RecordPart[bool] = RecordPart("word_match", in_every_record=True)
+
 _NUMBERS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
             "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
 _ARTICLES = frozenset({"a", "an", "the"})

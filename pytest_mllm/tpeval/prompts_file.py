@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pytest_mllm.echo import excerpt
+from pytest_mllm.record import MessageOnly
 from pytest_mllm.tpeval.score import Candidate
 from pytest_mllm.tpeval.slot import PLACEHOLDERS
 
@@ -39,7 +40,7 @@ FORMAT = "pytest-mllm-prompts/1"
 TASK_MODES = ("prompt", "prefix", "zero-shot")
 
 
-class PromptsFileError(Exception):
+class PromptsFileError(MessageOnly):
     """A prompts file cannot be used (for this run); the message names the file, the field and the fix."""
 
 

@@ -5,11 +5,31 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Sequence, TypedDict
 
 from pytest_mllm.echo import markup_text
-from pytest_mllm.record import Record
+from pytest_mllm.record import Record, RecordPart, Status
 from pytest_mllm.scoring.metrics import BenchmarkView
+
+
+class _OriginalFields(TypedDict):
+    prompt: str
+    response: str | None  # the model's response, as it gave it
+    parsed: str | None
+    correct: bool | None
+    status: Status
+    error: str | None
+
+
+class OriginalAnswer(_OriginalFields, total=False):
+    """With --mllm-prompts: the same sample answered under the benchmark's own prompt."""
+
+    read_response: str | None  # the response as the reference's scorer receives it, where that differs
+
+
+ORIGINAL: RecordPart[OriginalAnswer] = RecordPart("original")
 
 
 def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
@@ -20,24 +40,24 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     `improved_tasks_ratio` the relative gain on the improved tasks only (the paper's Table 2 "Ratio"),
     and a task's `ratio` is optimized / original accuracy (the paper's Fig. 3).
     """
-    paired = [r for r in records if r.get("original") and r["status"] != "error"
-              and r["original"]["status"] != "error"]
+    paired = [(r, first) for r in records if (first := ORIGINAL.get(r)) and r["status"] != "error"
+              and first["status"] != "error"]
     tasks: dict[str, dict[str, Any]] = {}
-    for task in dict.fromkeys(r["task"] for r in paired):
-        mine = [r for r in paired if r["task"] == task]
-        original = sum(bool(r["original"]["correct"]) for r in mine) / len(mine)
-        optimized = sum(bool(r["correct"]) for r in mine) / len(mine)
+    for task in dict.fromkeys(r["task"] for r, _ in paired):
+        mine = [(r, first) for r, first in paired if r["task"] == task]
+        original = sum(bool(first["correct"]) for _, first in mine) / len(mine)
+        optimized = sum(bool(r["correct"]) for r, _ in mine) / len(mine)
         tasks[task] = {"samples": len(mine), "original_accuracy": original, "optimized_accuracy": optimized,
                        "delta": optimized - original,
                        # TP-Eval Fig. 3: "accuracy using the optimized prompt divided by accuracy using the original"
                        "ratio": optimized / original if original else None}
-    original = sum(bool(r["original"]["correct"]) for r in paired) / len(paired) if paired else 0.0
-    optimized = sum(bool(r["correct"]) for r in paired) / len(paired) if paired else 0.0
+    original = sum(bool(first["correct"]) for _, first in paired) / len(paired) if paired else 0.0
+    optimized = sum(bool(r["correct"]) for r, _ in paired) / len(paired) if paired else 0.0
     # TP-Eval Table 2's "Ratio" ("32 tasks could yield a performance enhancement of 25.1%"): the relative gain
     # on the improved tasks alone, here pooled over their samples
-    better = [r for r in paired if tasks[r["task"]]["delta"] > 0]
-    before = sum(bool(r["original"]["correct"]) for r in better)
-    after = sum(bool(r["correct"]) for r in better)
+    better = [(r, first) for r, first in paired if tasks[r["task"]]["delta"] > 0]
+    before = sum(bool(first["correct"]) for _, first in better)
+    after = sum(bool(r["correct"]) for r, _ in better)
     return {
         "tasks": tasks,
         "samples": len(paired),
@@ -54,7 +74,7 @@ def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
 def has_original_answers(records: Sequence[Record]) -> bool:
     """The TP-Eval section applies once records carry an answer under the benchmark's own prompt
     (a run with --mllm-prompts); a spec never declares it."""
-    return any(r.get("original") for r in records)
+    return any(ORIGINAL.get(r) for r in records)
 
 
 def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
@@ -66,14 +86,12 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.2f}"
 
 
-def tp_eval_table(result: Any) -> Any | None:
-    """Original vs customized prompt per task, improved tasks and the improvement ratio."""
+def tp_eval_table(benchmark: str, tp: Mapping[str, Any]) -> Any:
+    """Original vs customized prompt per task, improved tasks and the improvement ratio (`tp`: the
+    benchmark's `tp_eval` section)."""
     from rich.table import Table
 
-    tp = result.scopes.get("tp_eval")
-    if not tp:
-        return None
-    title = f"{result.spec.name} · TP-Eval: benchmark prompt vs customized prompt (test split)"
+    title = f"{benchmark} · TP-Eval: benchmark prompt vs customized prompt (test split)"
     table = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
     for name, justify in (("task", "left"), ("samples", "right"), ("original acc %", "right"),
                           ("customized acc %", "right"), ("Δ points", "right")):
@@ -90,6 +108,15 @@ def tp_eval_table(result: Any) -> Any | None:
                      f"worse {tp['worse_tasks']} · improvement ratio {ratio}")
     table.caption_justify = "left"
     return table
+
+
+def optimization_summary(outcomes: Sequence[dict[str, Any]], prompts_path: Path | None
+                         ) -> tuple[str, list[Any], list[str], list[str]]:
+    """What the terminal summary shows after an optimization run: (heading, tables, warnings, lines)."""
+    warnings = [f"{outcome['benchmark']}::{outcome['task']}: {warning}" for outcome in outcomes
+                for warning in summarize_warnings(outcome.get("warnings") or [])]
+    return ("pytest-mllm TP-Eval prompt customization", [optimization_table(outcomes)], warnings,
+            [f"pytest-mllm: prompts written to {prompts_path}"])
 
 
 def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.spec import BenchmarkSpec, TaskSettings
-from pytest_mllm.record import Record
+from pytest_mllm.record import MessageOnly, Record
 from pytest_mllm.sample import Sample
 from pytest_mllm.tpeval.counter import edit_start
 from pytest_mllm.tpeval.metaprompt import Example
@@ -49,7 +49,7 @@ class OptimizationSettings:
     zero_shot: bool = False
 
 
-class OptimizationError(Exception):
+class OptimizationError(MessageOnly):
     """A task cannot be optimized (too few examples, a model that only errors); it errors alone."""
 
 
@@ -85,6 +85,20 @@ class OptimizationRun:
         self._cache = cache
         self._proposer: Any = None
         self._similarity: Any = None
+
+    # -- as the evaluation core's task job (`evaluation.TaskJob`): one test per task ----------------
+
+    name = "optimize"  # the tests: <benchmark>::optimize::<task>
+
+    @property
+    def steps(self) -> int:
+        """Rounds per task, for its progress (none in zero-shot mode)."""
+        return 0 if self.zero_shot else self.settings.rounds
+
+    def run_task(self, spec: BenchmarkSpec, task: str, samples: Sequence[Sample],
+                 progress: Callable[[str, int], None]) -> dict[str, Any]:
+        """Optimize the task's prompt (`optimize`)."""
+        return self.optimize(spec, task, samples, progress)
 
     # -- the parts, built on first use ---------------------------------------------------------
 

@@ -6,10 +6,30 @@ accuracy minus the No-intervention accuracy, in accuracy points; §3.3)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
-from pytest_mllm.record import Record
+from pytest_mllm.record import Record, RecordPart
 from pytest_mllm.scoring.metrics import BenchmarkView, accuracy
+
+
+class VariantPart(TypedDict):
+    """The visual-prompt variant a record was asked under (`vrp/expand.py` builds it)."""
+
+    source: str  # the source sample's id
+    variant: str  # the variant's id: its intervention and options
+    intervention: str  # none, partial or full
+    color: str | None
+    font: str | None
+    shape: str | None
+    position: str | None
+    font_used: str | None  # the font file drawn with, at the full level
+    axes: list[str]  # the radar axes it counts on
+    source_region: list[float]  # the target region in the source image's pixels
+    image_text: str | None  # the text drawn on the image (full level)
+
+
+# A VRP sample's metadata "vrp" becomes its record's "variant".
+VARIANT: RecordPart[VariantPart] = RecordPart("variant", from_metadata="vrp", in_every_record=True)
 
 # VRPTEST's radar axes: the variant attribute and value each one averages over.
 VRP_AXES: dict[str, tuple[str, str]] = {
@@ -22,17 +42,18 @@ VRP_AXES: dict[str, tuple[str, str]] = {
 def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     """VRPTEST's view: accuracy per intervention level and per radar axis, consistency with the
     un-intervened answer of the same source, and sensitivity (best minus worst strategy)."""
-    scored = [r for r in records if r["status"] != "error" and r.get("variant")]
+    scored = [(r, v) for r in records if r["status"] != "error" and (v := VARIANT.get(r))]
     if not scored:
         return {}
-    base_answer = {r["variant"]["source"]: r["parsed"] for r in scored if r["variant"]["intervention"] == "none"}
+    base_answer = {v["source"]: r["parsed"] for r, v in scored if v["intervention"] == "none"}
     levels: dict[str, list[Record]] = defaultdict(list)
     strategies: dict[str, list[Record]] = defaultdict(list)
-    for record in scored:
-        levels[record["variant"]["intervention"]].append(record)
-        strategies[record["variant"]["variant"]].append(record)
-    axes = {axis: [r for r in scored if r["variant"].get(field) == value] for axis, (field, value) in VRP_AXES.items()}
-    compared = [r for r in scored if r["variant"]["intervention"] != "none" and r["variant"]["source"] in base_answer]
+    for record, variant in scored:
+        levels[variant["intervention"]].append(record)
+        strategies[variant["variant"]].append(record)
+    axes = {axis: [r for r, v in scored if v.get(field) == value] for axis, (field, value) in VRP_AXES.items()}
+    compared = [(r, base_answer[v["source"]]) for r, v in scored
+                if v["intervention"] != "none" and v["source"] in base_answer]
     by_strategy = {name: accuracy(rs) for name, rs in strategies.items()}
     base = accuracy(levels["none"]) if levels.get("none") else None
     gain = None if base is None else {
@@ -43,10 +64,9 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "levels": {level: {"count": len(levels[level]), "accuracy": accuracy(levels[level])}
                    for level in ("none", "partial", "full") if level in levels},
         "axes": {axis: {"count": len(rs), "accuracy": accuracy(rs)} for axis, rs in axes.items() if rs},
-        "consistency": (sum(r["parsed"] == base_answer[r["variant"]["source"]] for r in compared) / len(compared)
-                        if compared else None),
-        "relation_holds": (sum(bool(r["correct"]) and r["parsed"] == base_answer[r["variant"]["source"]]
-                               for r in compared) / len(compared) if compared else None),
+        "consistency": (sum(r["parsed"] == first for r, first in compared) / len(compared) if compared else None),
+        "relation_holds": (sum(bool(r["correct"]) and r["parsed"] == first for r, first in compared) / len(compared)
+                           if compared else None),
         "strategies": by_strategy,
         "sensitivity": max(by_strategy.values()) - min(by_strategy.values()),
         "gain": gain,

@@ -14,13 +14,13 @@ from typing import Any
 
 from pytest_mllm.engine.images import ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
-from pytest_mllm.record import Record, SampleError
+from pytest_mllm.record import MessageOnly, Record, SampleError
 from pytest_mllm.sample import Sample
 from pytest_mllm.vrp.expand import expand
 from pytest_mllm.vrp.variants import Variant, variants
 
 
-class RelationViolated(AssertionError):
+class RelationViolated(MessageOnly, AssertionError):
     """A variant changed the answer, or made it wrong."""
 
 

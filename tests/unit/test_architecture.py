@@ -22,7 +22,7 @@ PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
 # `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
 LAYERS = (
     "__init__", "echo", "safe_yaml",  # the version; values shown in messages, YAML read with limits
-    "sample", "record",  # the typed hand-offs
+    "sample", "record", "sections",  # the typed hand-offs; what methods add beside accuracy
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs

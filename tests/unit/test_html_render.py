@@ -292,31 +292,34 @@ def test_a_file_that_is_not_a_results_document_is_named(tmp_path: Path, content:
     assert problem in str(info.value) and "not a pytest-mllm results file" in str(info.value)
 
 
-def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
+def section_part(document: dict[str, Any], name: str) -> Any:
+    """The registered section `name`'s part of the page, or None."""
     from pytest_mllm.report import html as html_report
 
+    return next((part for part in html_report.section_parts(document) if part.id == name), None)
+
+
+def test_vrp_and_judge_sections_appear_only_with_their_data() -> None:
     plain = {"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}
-    assert html_report._vrp_section(plain) is None and html_report._judge_section(plain) is None
+    assert section_part(plain, "vrp") is None and section_part(plain, "judge") is None
     vrp = {"levels": {"none": {"count": 2, "accuracy": 0.5}}, "axes": {"C_Red": {"count": 2, "accuracy": 1.0}},
            "consistency": 0.5, "relation_holds": 0.25, "sensitivity": 0.5, "strategies": {}}
     judge = {"scoring": "cee", "answered": 3, "word_accuracy": 1 / 3, "judge_errors": 1, "judge_error_rate": 1 / 3,
              "cee_accuracy": 0.5, "agreement": 0.5, "splits": {"4-1": 1, "5-0": 1}, "abstentions": 0,
              "human": {"cee": {"count": 2, "agreement": 1.0, "kappa": 1.0}}}
     doc = {"benchmarks": {"v": {"scopes": {"vrp": vrp, "judge": judge}}}}
-    vrp_body = str(html_report._vrp_section(doc).body)  # type: ignore[union-attr]
+    vrp_body = str(section_part(doc, "vrp").body)
     assert "C_Red" in vrp_body and "sensitivity" in vrp_body and "<svg" in vrp_body
-    judge_body = str(html_report._judge_section(doc).body)  # type: ignore[union-attr]
+    judge_body = str(section_part(doc, "judge").body)
     assert "CEE accuracy" in judge_body and "vote splits" in judge_body and "κ" in judge_body
 
 
 def test_the_tp_eval_section_compares_prompts_per_task_and_escapes_names() -> None:
-    from pytest_mllm.report import html as html_report
-
-    assert html_report._tp_eval_section({"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}) is None
+    assert section_part({"benchmarks": {"b": {"scopes": {"overall": {"count": 1}}}}}, "tp_eval") is None
     tp = {"tasks": {"exist<b>": {"samples": 4, "original_accuracy": 0.25, "optimized_accuracy": 0.75, "delta": 0.5}},
           "samples": 4, "original_accuracy": 0.25, "optimized_accuracy": 0.75, "improved_tasks": 1, "worse_tasks": 0,
           "task_count": 1, "improvement_ratio": 2.0}
     doc = {"settings": {"prompts_model": "model<A>"}, "benchmarks": {"s": {"scopes": {"tp_eval": tp}}}}
-    body = str(html_report._tp_eval_section(doc).body)  # type: ignore[union-attr]
+    body = str(section_part(doc, "tp_eval").body)
     assert "exist&lt;b&gt;" in body and "exist<b>" not in body and "model&lt;A&gt;" in body
     assert "+50.00" in body and "improved tasks 1/1" in body and "+200.0 %" in body and "<svg" in body

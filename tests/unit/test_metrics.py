@@ -25,7 +25,7 @@ def test_all_errors_leave_no_accuracy() -> None:
 def test_known_metrics_are_the_declarable_registered_names() -> None:
     assert set(KNOWN_METRICS) == {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
                                   "mean_score", "circular", "mmmu", "category_mean", "ocrbench", "hallusionbench",
-                                  "captions", "ocrbench_accuracy", "lime_score", "cider"}
+                                  "captions", "ocrbench_accuracy", "lime_score", "cider", "ocr_f1"}
     assert "tp_eval" not in KNOWN_METRICS  # registered, but switched on by the records only
     with pytest.raises(ValueError, match="already registered"):
         register(Metric("pope", "pytest_mllm.scoring.pope:scope_pope"))

@@ -80,6 +80,21 @@ def test_the_split_option_keeps_one_split(tmp_path: Path) -> None:
         _load(tmp_path, "loader_options: {split: val}\n", "val")
 
 
+def test_split_tasks_makes_each_split_a_task_and_a_file_without_splits_one(tmp_path: Path) -> None:
+    """VLMEvalKit reports each split apart: with `split_tasks` the split cell is the task; a file without a split
+    column is one task, the benchmark's (a catalogue spec's setting for every VLMEvalKit TSV)."""
+    samples = _load(tmp_path, "loader_options: {split_tasks: true}\n", "split_tasks")
+    assert sorted({s.task for s in samples}) == ["dev", "test"]
+    assert all(s.task == s.split for s in samples if isinstance(s, Sample))
+    plain = tmp_path / "NoSplit.tsv"
+    plain.write_text("index\tquestion\tA\tB\tanswer\timage_path\n0\tWhich?\tx\ty\tA\ta.png\n", encoding="utf-8")
+    spec = tmp_path / "nosplit.yaml"
+    spec.write_text(f"name: nosplit\nloader: tsv\nparser: choice\ndata: {{root: {tmp_path}, file: NoSplit.tsv}}\n"
+                    "loader_options: {split_tasks: true}\n", encoding="utf-8")
+    loaded = load_spec(spec)
+    assert [s.id for s in load_samples(loaded, loaded.resolve_data_root(None))] == ["nosplit::0"]
+
+
 @pytest.mark.parametrize("cell", ["[1, 2]", "[]", "[a, b]", "[__import__('os')]"])
 def test_a_list_cell_that_is_not_a_list_of_strings_is_refused(cell: str) -> None:
     with pytest.raises(ValueError, match="field 'image'"):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from pytest_mllm.report.compare import unit_label
-from pytest_mllm.report.terminal import _HEADERS, _gate_note, gate_number
+from pytest_mllm.report.terminal import _gate_note, gate_number, header
 from pytest_mllm.scoring.gates import Gate, Verdict
+from pytest_mllm.sections import columns
 
 
 def test_every_score_header_names_its_unit() -> None:
-    for column, header in _HEADERS.items():
-        assert header.endswith((" %", " pts")), (column, header)
-    assert _HEADERS["score"] == "score pts"
+    for column in ["accuracy", *(c.key for c in columns() if c.unit != "number")]:
+        assert header(column).endswith((" %", " pts")), (column, header(column))
+    assert header("score") == "score pts"
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.5, "0.50"), (0.875, "0.875"), (0.49722, "0.4972"), (1.0, "1.00"),

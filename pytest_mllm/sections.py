@@ -1,0 +1,265 @@
+"""Sections: what a method or a metric family adds to a benchmark's results beside accuracy, and how
+every output shows it.
+
+A `Section` is one object per method (VRPTEST, the CEE judge, TP-Eval, …) or metric family. It
+declares the metrics it shows (by their registered name), the values its metrics add to every scope
+(`Column`: unit and header), the part of the benchmark's scopes it owns (`scopes[section.name]`), the
+gate keys that part yields, its terminal tables, its part of the HTML report, its JUnit properties,
+its Markdown lines, the files it writes and the parts it adds to each record (`record.RecordPart`).
+The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
+sections and never name one.
+
+A section registers itself where it is defined (`register(MySection())`), in a module named
+`section.py` or `<family>_section.py` inside the package: `all_sections()` imports those modules
+on first use (they import nothing heavy), so a section added to the package is one module and no
+edit elsewhere. A plugin or a conftest registers its own the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pytest_mllm.record import RecordPart
+
+Unit = Literal["rate", "points", "number"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A value a section's metrics add to every scope (overall, groups, tasks), as tables show it.
+
+    `unit`: "rate" (a fraction 0–1 in the JSON and in gates, shown in %), "points" (shown as is, said
+    in `unit_note`), "number". `table`: None puts it in the score table; a title shows it in a terminal
+    table of its own (the HTML report's score table shows it either way). `shown` False: a value with
+    a unit only (the JSON and gates hold it, no table shows it, unless it is the headline).
+    `categories`: also a column of the category table. `note`: a line said under a table showing it.
+    """
+
+    key: str
+    header: str  # names its unit: "acc+ %", "score pts"
+    unit: Unit = "rate"
+    table: str | None = None
+    shown: bool = True
+    categories: bool = False
+    unit_note: str = ""  # its unit in words, for tables and gates ("MME scores in points")
+    note: str = ""
+    chart_label: str = ""  # a rate drawn beside accuracy in the HTML report's per-task chart, under this name
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """A file a section writes at the end of a run, asked for by a command-line option."""
+
+    option: str  # "--mllm-…", as the option is declared
+    folder: bool = False  # the option names a folder the section writes into
+
+
+@dataclass(frozen=True)
+class HtmlPart:
+    """A section's part of the HTML report; `body` is markup whose values are already escaped."""
+
+    id: str
+    title: str
+    body: Any  # markupsafe.Markup
+
+
+class HtmlPage(Protocol):
+    """What the HTML report lends a section to build its part (`report/html.py`)."""
+
+    @property
+    def charts(self) -> bool:
+        """Whether charts can be drawn (matplotlib is installed)."""
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The run's settings, as the results document holds them."""
+
+    def render(self, template: str, **context: Any) -> Any:
+        """A template of the report's folder, rendered with autoescaping, as markup."""
+
+    def bar_chart(self, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], *,
+                  axis_label: str, axis_max: float | None = None,
+                  bar_groups: Sequence[str | None] | None = None) -> Any:
+        """Horizontal bars as inline SVG: one row per label, one bar per (name, values) series; with one
+        series, `bar_groups` colours each bar by its group."""
+
+
+class Section:
+    """One method's or metric family's results beside accuracy. Subclass it (or, for declarations
+    alone, pass them as keywords: `Section(name=…, columns=…)`), set what applies, and `register` an
+    instance; every method has a default that adds nothing."""
+
+    name: str = ""  # unique; the key of its part of a benchmark's scopes, when it has one
+    title: str = ""  # in words, for headings
+    metrics: tuple[str, ...] = ()  # the registered metrics (by name) whose results it shows
+    columns: tuple[Column, ...] = ()
+    gate_values: tuple[str, ...] = ()  # numbers of its part a gate may name as `<name>.<value>`
+    gate_patterns: tuple[str, ...] = ()  # regular expressions of further gate keys its data names
+    outputs: tuple[OutputFile, ...] = ()
+    record_parts: tuple[RecordPart[Any], ...] = ()
+
+    def __init__(self, **declared: Any) -> None:
+        for attribute, value in declared.items():
+            if attribute not in _DECLARED:
+                raise TypeError(f"Section() got {attribute!r}; declared attributes: {', '.join(_DECLARED)}")
+            setattr(self, attribute, value)
+
+    def gate_keys(self) -> tuple[str, ...]:
+        """The flat keys of its part known by name before a run (`vrp.consistency`)."""
+        return tuple(f"{self.name}.{value}" for value in self.gate_values)
+
+    def flat(self, part: Mapping[str, Any]) -> dict[str, float]:
+        """Its part of a benchmark's scopes as flat keys: the namespace of gates and comparisons."""
+        return {f"{self.name}.{value}": part[value] for value in self.gate_values if part.get(value) is not None}
+
+    def terminal(self, benchmark: str, part: Mapping[str, Any]) -> list[Any]:
+        """Rich renderables for the terminal summary, from its part of one benchmark's scopes."""
+        return []
+
+    def html(self, parts: Mapping[str, Mapping[str, Any]], page: HtmlPage) -> HtmlPart | None:
+        """Its part of the HTML report over {benchmark: its part}, or None."""
+        return None
+
+    def html_task_chart(self, tasks: Mapping[str, Mapping[str, Any]], group_of: Mapping[str, str | None],
+                        page: HtmlPage) -> tuple[str, Any] | None:
+        """(caption, svg): the HTML report's per-task chart of a benchmark whose task scopes it fills, drawn
+        instead of accuracy per task; None leaves that chart to the report."""
+        return None
+
+    def junit(self, benchmark: str, flat: Mapping[str, float]) -> dict[str, Any]:
+        """Suite properties of one benchmark: by default every flat key of its part."""
+        prefix = f"{self.name}."
+        return {f"{benchmark}.{key}": value for key, value in flat.items() if key.startswith(prefix)}
+
+    def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
+        """Lines for the Markdown summary, from its part of one benchmark's scopes."""
+        return []
+
+    def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
+        """Write the file `option` asks for, from {benchmark: `report.results.BenchmarkResult`}; what was
+        written ("radar chart"), or None when nothing is said about it."""
+        raise NotImplementedError(f"section {self.name!r} declares {option} but does not write it")
+
+
+_DECLARED = ("name", "title", "metrics", "columns", "gate_values", "gate_patterns", "outputs", "record_parts")
+
+
+def percent(value: Any) -> str:
+    """A rate as tables show it: in % with two decimals; a missing one as a dash."""
+    if value is None:
+        return "–"
+    return f"{100 * value:.2f}" if isinstance(value, float) else str(value)
+
+
+_REGISTERED: dict[str, Section] = {}
+_DISCOVERED = False
+
+
+def register(section: Section) -> Section:
+    """Add a section; its name, columns' keys, options and record parts may not be another's."""
+    if not section.name:
+        raise ValueError(f"{type(section).__name__} has no name")
+    if section.name in _REGISTERED and type(_REGISTERED[section.name]) is not type(section):
+        raise ValueError(f"section {section.name!r} is already registered")
+    taken = {c.key for s in _REGISTERED.values() if s.name != section.name for c in s.columns}
+    clash = sorted(taken & {c.key for c in section.columns})
+    if clash:
+        raise ValueError(f"section {section.name!r}: column {clash[0]!r} is another section's")
+    _REGISTERED[section.name] = section
+    return section
+
+
+def _discover() -> None:
+    """Import every `section.py` and `*_section.py` module of the package (each registers its section)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    root = Path(__file__).parent
+    for path in sorted([*root.rglob("section.py"), *root.rglob("*_section.py")]):
+        importlib.import_module(".".join(("pytest_mllm", *path.relative_to(root).with_suffix("").parts)))
+
+
+def all_sections() -> tuple[Section, ...]:
+    """The registered sections, those of the package in the order of their modules' paths."""
+    _discover()
+    return tuple(_REGISTERED.values())
+
+
+def with_parts(scopes: Mapping[str, Any]) -> Iterator[tuple[Section, Mapping[str, Any]]]:
+    """(section, its part) for each section whose part a benchmark's scopes hold (a non-empty mapping), in
+    the scopes' order (that of the metrics computing them); called for every bootstrap resample."""
+    _discover()
+    for key, part in scopes.items():
+        section = _REGISTERED.get(key)
+        if section is not None and part and isinstance(part, Mapping):
+            yield section, part
+
+
+def columns() -> tuple[Column, ...]:
+    """Every registered column, in the sections' order."""
+    return tuple(column for section in all_sections() for column in section.columns)
+
+
+def column(key: str) -> Column | None:
+    """The column of a value key (the last part of a flat key), or None."""
+    return _by_key().get(key)
+
+
+def _by_key() -> dict[str, Column]:
+    return {c.key: c for c in columns()}
+
+
+def is_rate_key(key: str) -> bool:
+    """Whether a value key (`accuracy`, `f1`, …) is a 0–1 rate, shown in %."""
+    found = column(key)
+    return key == "accuracy" or (found is not None and found.unit == "rate")
+
+
+def is_points_key(key: str) -> bool:
+    """Whether a value key is in points (MME's task scores and their sums)."""
+    found = column(key)
+    return found is not None and found.unit == "points"
+
+
+def units_notes() -> list[str]:
+    """What each unit other than rates and counts is ("… in points"), for tables of any benchmark."""
+    return list(dict.fromkeys(c.unit_note for c in columns() if c.unit_note))
+
+
+def gate_units() -> str:
+    """The units of gate values in words: rates as fractions, then what the sections' own units are."""
+    return "; ".join(["rates as fractions 0–1, not %", *units_notes()])
+
+
+def gate_keys() -> tuple[str, ...]:
+    """Every section's flat keys known by name before a run."""
+    return tuple(key for section in all_sections() for key in section.gate_keys())
+
+
+def gate_pattern() -> re.Pattern[str] | None:
+    """One expression matching the flat keys that sections name by data (VRPTEST's levels and axes)."""
+    patterns = [p for section in all_sections() for p in section.gate_patterns]
+    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+
+def output_files() -> dict[str, tuple[Section, OutputFile]]:
+    """{option: (section, file)} of every file a section writes."""
+    return {out.option: (section, out) for section in all_sections() for out in section.outputs}
+
+
+def record_parts() -> tuple[RecordPart[Any], ...]:
+    """Every registered part a record may carry beside the core fields."""
+    return tuple(part for section in all_sections() for part in section.record_parts)
+
+
+def parts_from_sample(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts a new record holds, as record fields: those in every record (null), and those a sample's
+    metadata fills (a part's `from_metadata` key)."""
+    return {part.key: metadata.get(part.from_metadata) if part.from_metadata else None for part in record_parts()
+            if part.in_every_record or (part.from_metadata and part.from_metadata in metadata)}

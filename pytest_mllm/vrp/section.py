@@ -1,0 +1,71 @@
+"""VRPTEST's section: accuracy per intervention level and radar axis, the metamorphic relation, the
+radar chart (terminal, HTML, `--mllm-vrp-radar`), and the variant each record was asked under."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_mllm.sections import HtmlPage, HtmlPart, OutputFile, Section, percent, register
+from pytest_mllm.vrp.metrics import VARIANT
+
+_RELATION = ("consistency", "relation_holds", "sensitivity")
+
+
+class VrpSection(Section):
+    name = "vrp"
+    title = "Visual referring prompts (VRPTEST)"
+    metrics = ("vrp",)
+    gate_values = _RELATION
+    gate_patterns = (r"vrp\.(?:level|axis)\.[^.]+\.accuracy",)
+    outputs = (OutputFile("--mllm-vrp-radar"),)
+    record_parts = (VARIANT,)
+
+    def flat(self, part: Mapping[str, Any]) -> dict[str, float]:
+        """The relation's values, then `vrp.level.<level>.accuracy` and `vrp.axis.<axis>.accuracy`."""
+        flat = super().flat(part)
+        for kind, prefix in (("levels", "vrp.level"), ("axes", "vrp.axis")):
+            for name, scope in part.get(kind, {}).items():
+                flat[f"{prefix}.{name}.accuracy"] = scope["accuracy"]
+        return flat
+
+    def terminal(self, benchmark: str, part: Mapping[str, Any]) -> list[Any]:
+        """Accuracy per intervention level and radar axis, consistency, sensitivity."""
+        from rich.table import Table
+
+        table = Table(title=f"{benchmark} · visual referring prompts", title_justify="left", show_edge=False)
+        for col, justify in (("kind", "left"), ("name", "left"), ("n", "right"), ("acc %", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for level, scope in part["levels"].items():
+            table.add_row("level", level, str(scope["count"]), percent(scope["accuracy"]))
+        for axis, scope in part["axes"].items():
+            table.add_row("axis", axis, str(scope["count"]), percent(scope["accuracy"]))
+        for name in _RELATION:
+            table.add_row("relation", name.replace("_", " "), "", percent(part.get(name)), style="bold")
+        return [table]
+
+    def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
+        return [f"- {benchmark}, visual referring prompts: relation holds {percent(part.get('relation_holds'))} %, "
+                f"consistency {percent(part.get('consistency'))} %, sensitivity {percent(part.get('sensitivity'))} pp"]
+
+    def html(self, parts: Mapping[str, Mapping[str, Any]], page: HtmlPage) -> HtmlPart:
+        """Accuracy per level and radar axis, the relation, and the radar chart."""
+        radar = None
+        if page.charts:
+            from markupsafe import Markup
+
+            from pytest_mllm.vrp.radar import radar_svg
+
+            radar = Markup(radar_svg(parts))
+        return HtmlPart(self.name, self.title, page.render("vrp.html.j2", benchmarks=parts, radar=radar))
+
+    def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
+        """The radar chart over every benchmark of the run."""
+        from pytest_mllm.vrp.radar import write_radar
+
+        write_radar({name: r.scopes.get(self.name) or {} for name, r in results.items()}, path)
+        return None
+
+
+register(VrpSection())

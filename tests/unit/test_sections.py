@@ -1,0 +1,210 @@
+"""Sections: a method's results beside accuracy, declared once and registered where the method is defined,
+reach every output through the generic reports; the record's core is typed and its parts are the sections'."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mllm import sections
+from pytest_mllm.engine.evaluator import sample_record
+from pytest_mllm.engine.spec import BenchmarkSpec
+from pytest_mllm.record import CORRECT, ERROR, INCORRECT, STATUSES, RecordPart, dumps, loads, new_record, status_of
+from pytest_mllm.sample import Sample
+from pytest_mllm.scoring import metrics
+from pytest_mllm.scoring.metrics import BenchmarkView, Metric, ScopeView
+from pytest_mllm.sections import Column, HtmlPage, HtmlPart, OutputFile, Section
+
+# -- a section as a plugin would add it: one metric, one section, registered here ------------------
+
+STREAK: RecordPart[int] = RecordPart("streak", from_metadata="streak")
+
+
+def scope_hit_rate(scope: ScopeView) -> dict[str, float]:
+    """A value in every scope: the share of scored records with a streak above 1."""
+    return {"hit_rate": sum((STREAK.get(r) or 0) > 1 for r in scope.scored) / len(scope.scored)} if scope.scored else {}
+
+
+def streaks_section(view: BenchmarkView) -> dict[str, Any]:
+    """A part beside `overall`: the longest streak and how many records carry one."""
+    found = [s for r in view.records if (s := STREAK.get(r)) is not None]
+    return {"streaks": {"longest": max(found), "carried": len(found)}} if found else {}
+
+
+class StreaksSection(Section):
+    name = "streaks"
+    title = "Streaks"
+    metrics = ("streaks", "hit_rate")
+    columns = (Column("hit_rate", "hits %", note="hits count streaks above 1"),)
+    gate_values = ("longest",)
+    outputs = (OutputFile("--mllm-streaks"),)
+    record_parts = (STREAK,)
+
+    def terminal(self, benchmark: str, part: Mapping[str, Any]) -> list[Any]:
+        return [f"{benchmark} · longest streak {part['longest']}"]
+
+    def html(self, parts: Mapping[str, Mapping[str, Any]], page: HtmlPage) -> HtmlPart:
+        body = page.render("run.html.j2", rows=[(name, str(p["longest"])) for name, p in parts.items()], benchmarks=[])
+        return HtmlPart(self.name, self.title, body)
+
+    def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
+        return [f"- {benchmark}: longest streak {part['longest']}"]
+
+    def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
+        path.write_text(json.dumps({name: r.scopes["streaks"] for name, r in results.items()}), encoding="utf-8")
+        return "streaks"
+
+
+@pytest.fixture
+def streaks(monkeypatch: pytest.MonkeyPatch) -> Section:
+    """The section and its metrics registered for one test (the registries as they were afterwards)."""
+    monkeypatch.setattr(metrics, "METRICS", [*metrics.METRICS, Metric("hit_rate", f"{__name__}:scope_hit_rate",
+                                                                      keys=("hit_rate",)),
+                                             Metric("streaks", f"{__name__}:streaks_section", section=True)])
+    sections.all_sections()  # the package's own first, as a run finds them
+    monkeypatch.setattr(sections, "_REGISTERED", dict(sections._REGISTERED))
+    return sections.register(StreaksSection())
+
+
+def _result(tmp_path: Path) -> Any:
+    from pytest_mllm.report.results import compute_results
+
+    spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl", metrics=("accuracy", "hit_rate", "streaks"))
+    records = []
+    for order, streak in enumerate([3, 1, 2, None]):
+        sample = Sample(id=f"t::{order}", benchmark="b", task="t", question="q", answer="yes",
+                        metadata={} if streak is None else {"streak": streak})
+        record = sample_record(sample, spec, "q")
+        record.update(status=status_of(order % 2 == 0), correct=order % 2 == 0, order=order)
+        records.append(record)
+    return compute_results({"b": spec}, records)["b"]
+
+
+def test_a_section_registered_by_a_plugin_reaches_every_output(streaks: Section, tmp_path: Path) -> None:
+    from pytest_mllm.harness.junit import suite_properties
+    from pytest_mllm.report.html import write_html
+    from pytest_mllm.report.markdown import markdown_summary
+    from pytest_mllm.report.outputs import Outputs
+    from pytest_mllm.report.results import results_document
+    from pytest_mllm.report.terminal import benchmark_tables, render
+    from pytest_mllm.scoring.gates import MetricSpace
+
+    result = _result(tmp_path)
+    assert [r.get("streak") for r in result.records] == [3, 1, 2, None]  # the part, from the sample's metadata
+    assert result.metrics["streaks.longest"] == 3 and result.metrics["hit_rate"] == 0.5  # gates' namespace
+    assert "streaks.longest" in MetricSpace.of(["accuracy", "hit_rate"], ["t"]).keys()  # known before the run
+
+    text = render(benchmark_tables(result), 200, False)
+    assert "hits %" in text and "50.00" in text  # its column, as a rate in %
+    assert "b: hits count streaks above 1" in text and "b · longest streak 3" in text  # its note and its table
+    assert suite_properties("b", result)["b.streaks.longest"] == 3  # JUnit
+    assert "- b: longest streak 3" in markdown_summary({"b": result}, [], model="m")
+
+    html = tmp_path / "r.html"
+    write_html(results_document({"b": result}, [], {"model": "m"}), html)
+    page = html.read_text(encoding="utf-8")
+    assert 'id="streaks"' in page and "<h2>Streaks</h2>" in page and "hits %" in page
+
+    out = tmp_path / "streaks.json"
+    outputs = Outputs(section_files={"--mllm-streaks": out})
+    outputs.check()
+    assert outputs.write({}, {"b": result}) == [("streaks", out)]
+    assert json.loads(out.read_text()) == {"b": {"longest": 3, "carried": 3}}
+
+
+def test_a_section_may_not_take_another_sections_name_or_column(streaks: Section) -> None:
+    class Other(Section):
+        name = "streaks"
+
+    with pytest.raises(ValueError, match="already registered"):
+        sections.register(Other())
+    with pytest.raises(ValueError, match="column 'hit_rate' is another section's"):
+        sections.register(Section(name="more", columns=(Column("hit_rate", "hit %"),)))
+    with pytest.raises(TypeError, match="declared attributes"):
+        Section(name="x", colums=())
+
+
+def test_the_package_sections_are_found_where_they_are_defined() -> None:
+    found = {s.name: type(s).__module__ for s in sections.all_sections()}
+    assert {"vrp": "pytest_mllm.vrp.section", "judge": "pytest_mllm.judge.section",
+            "tp_eval": "pytest_mllm.tpeval.section", "mme_results": "pytest_mllm.loaders.mme_results_section",
+            "mme": "pytest_mllm.scoring.mme_section"}.items() <= found.items()
+    keys = [part.key for part in sections.record_parts()]
+    assert len(keys) == len(set(keys))
+    assert {"variant", "judge", "word_match", "human_label", "extraction", "original", "caption"} <= set(keys)
+    assert set(sections.output_files()) == {"--mllm-vrp-radar", "--mllm-mme-results"}
+    assert sections.is_rate_key("circular_accuracy") and sections.is_points_key("score")
+    assert sections.gate_units() == "rates as fractions 0–1, not %; MME scores in points"
+
+
+# -- the record's core --------------------------------------------------------------------------
+
+# Every key a record of an earlier version holds (its `new_record`): the layout results files keep.
+EARLIER_KEYS = {"id", "benchmark", "task", "group", "image", "question", "prompt", "answer", "answer_type", "parser",
+                "pair_group", "category", "l2_category", "split", "response", "read_response", "parsed", "correct",
+                "status", "error", "latency_s", "model", "cached", "variant", "human_label", "word_match", "judge",
+                "score"}
+
+
+def test_status_is_a_closed_set_written_as_before() -> None:
+    assert STATUSES == ("correct", "incorrect", "error") == (CORRECT, INCORRECT, ERROR)
+    assert status_of(True) == "correct" and status_of(False) == "incorrect"
+    record = new_record(id="t::1", benchmark="b", task="t", status=CORRECT, correct=True)
+    assert '"status": "correct"' in dumps([record]) and loads(dumps([record])) == [record]
+
+
+def test_a_new_record_keeps_the_layout_of_earlier_results_files(tmp_path: Path) -> None:
+    spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl")
+    plain = sample_record(Sample(id="t::1", benchmark="b", task="t", question="q", answer="yes"), spec, "q")
+    assert set(plain) == EARLIER_KEYS
+    assert plain["variant"] is None and plain["judge"] is None and plain["word_match"] is None
+    labelled = sample_record(Sample(id="t::2", benchmark="b", task="t", question="q", answer="yes",
+                                    metadata={"human_label": 1, "vrp": {"source": "t::0"}}), spec, "q")
+    assert labelled["human_label"] == 1 and labelled["variant"] == {"source": "t::0"}  # type: ignore[typeddict-item]
+
+
+def test_a_record_part_reads_absent_and_null_alike() -> None:
+    from pytest_mllm.judge.ensemble import JUDGE
+    from pytest_mllm.judge.metrics import judge_metrics
+
+    record = new_record(id="t::1", benchmark="b", task="t")
+    assert JUDGE.get(record) is None and JUDGE.get({**record, "judge": None}) is None
+    outcome = {"status": "judged", "correct": True, "split": "5-0", "error": None, "votes": []}
+    JUDGE.put(record, outcome)  # type: ignore[arg-type]
+    assert record["judge"] == outcome  # type: ignore[typeddict-item]
+    # an earlier results file's open answers (every part present, null where unused) score as they did
+    wrong = {"status": "judged", "correct": False, "split": "1-4", "error": None, "votes": []}
+    earlier = [{**{key: None for key in EARLIER_KEYS}, "id": f"o::{n}", "benchmark": "b", "task": "o",
+                "answer_type": "open", "status": "correct" if ok else "incorrect", "correct": ok, "word_match": ok,
+                "human_label": int(ok), "judge": outcome if ok else wrong} for n, ok in enumerate([True, False])]
+    assert judge_metrics(loads(json.dumps(earlier))) == {
+        "scoring": "cee", "answered": 2, "word_accuracy": 0.5, "judge_errors": 0, "judge_error_rate": 0.0,
+        "cee_accuracy": 0.5, "agreement": 1.0, "splits": {"1-4": 1, "5-0": 1}, "abstentions": 0,
+        "human": {"word_match": {"count": 2, "agreement": 1.0, "kappa": 1.0},
+                  "cee": {"count": 2, "agreement": 1.0, "kappa": 1.0}}}
+
+
+def test_each_method_says_its_result_in_one_markdown_line() -> None:
+    found = {s.name: s for s in sections.all_sections()}
+    vrp = {"consistency": 0.5, "relation_holds": 0.25, "sensitivity": 0.125}
+    assert found["vrp"].markdown("v", vrp) == [
+        "- v, visual referring prompts: relation holds 25.00 %, consistency 50.00 %, sensitivity 12.50 pp"]
+    judge = {"word_accuracy": 0.5, "cee_accuracy": 0.75, "agreement": 0.75, "judge_errors": 1}
+    assert found["judge"].markdown("o", judge) == [
+        "- o, open answers: word matching 50.00 %, CEE judge 75.00 % (agreement 75.00 %), 1 judge errors"]
+    assert found["judge"].markdown("o", {"word_accuracy": 0.5, "judge_errors": 0}) == [
+        "- o, open answers: word matching 50.00 %, 0 judge errors"]
+    tp = {"original_accuracy": 0.5, "optimized_accuracy": 0.625, "samples": 8, "improved_tasks": 1, "task_count": 2}
+    assert found["tp_eval"].markdown("s", tp) == [
+        "- s, customized prompts: accuracy 50.00 % → 62.50 % on 8 samples, 1 of 2 tasks improved"]
+
+
+def test_a_section_names_only_registered_metrics() -> None:
+    registered = {metric.name for metric in metrics.METRICS}
+    for section in sections.all_sections():
+        assert set(section.metrics) <= registered, (section.name, section.metrics)
+        assert section.metrics or not (section.columns or section.gate_values), section.name  # whose values?
