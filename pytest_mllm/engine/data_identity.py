@@ -26,6 +26,7 @@ from pytest_mllm.sample import BadSample, Sample, SkippedSample
 if TYPE_CHECKING:
     from pytest_mllm.engine.spec import BenchmarkSpec
 
+_POSITIONS = frozenset({"row"})  # metadata saying where a row sat in its file, not what it says
 DIGEST_CHARS = 16  # hex characters kept of a sha256: 64 bits, ample to tell two versions of a file apart
 
 
@@ -60,12 +61,14 @@ def data_identity(spec: BenchmarkSpec, root: Path | None,
 
 def input_digest(sample: Sample) -> str:
     """The digest of what a model is asked and what it is scored against: question, target, answer type,
-    choices, the images' bytes (an image that cannot be read counts as "unreadable") and a VRPTEST variant."""
+    choices, the images' bytes (an image that cannot be read counts as "unreadable") and what the loader or a
+    method adds in `metadata` (references, a hint, a visual-prompt variant), less where the row sat in its file."""
     images = []
     for ref in sample.images:
         try:
             images.append(image_digest(ref))
         except (ImageError, OSError, ValueError):
             images.append("unreadable")
+    metadata = {key: value for key, value in sample.metadata.items() if key not in _POSITIONS}
     return _digest([sample.question, sample.answer, sample.answer_type, [list(c) for c in sample.choices], images,
-                    str(sample.metadata.get("vrp"))])
+                    json.dumps(metadata, sort_keys=True, default=lambda value: type(value).__name__)])
