@@ -121,6 +121,7 @@ class Evaluation:
         self._prompted_specs: dict[str, BenchmarkSpec] = {}
         self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
+        self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
         self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
 
     # -- the parts ---------------------------------------------------------------------------
@@ -224,6 +225,7 @@ class Evaluation:
         """All samples of a benchmark, with their VRP variants in grid and full mode."""
         root = spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
         samples = load_samples(spec, root)
+        self._rows[spec.name] = samples
         mode = self.variant_mode(spec)
         if mode == "none":
             return list(samples)
@@ -357,7 +359,24 @@ class Evaluation:
         """Metrics per benchmark over the gathered records, in collection order."""
         from pytest_mllm.report.results import compute_results
 
-        return compute_results(self.specs, self._records)
+        results = compute_results(self.specs, self._records)
+        for result in results.values():
+            result.data = self.data_identity(result.spec)
+        return results
+
+    def data_identity(self, spec: BenchmarkSpec) -> dict[str, Any] | None:
+        """The digest of the files and rows a benchmark's samples were read from (`engine/data_identity.py`);
+        read again where this process did not load them (an xdist controller); None if they cannot be."""
+        from pytest_mllm.engine.data_identity import data_identity
+
+        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
+        rows = self._rows.get(spec.name)
+        if rows is None:
+            try:
+                rows = load_samples(spec, root)
+            except (SpecError, OSError, ValueError):
+                return None
+        return data_identity(spec, root, rows)
 
     def describe(self) -> dict[str, Any]:
         """The settings that shaped the answers, for the results file."""

@@ -26,6 +26,7 @@ from pytest_mllm.curation.panel import PanelError, Run, load_run
 from pytest_mllm.curation.pipeline import Curation, Settings, curate
 from pytest_mllm.curation.runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
 from pytest_mllm.curation.units import items_of
+from pytest_mllm.engine.output_paths import OutputWriteError
 from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
 
 PROG = "pytest-mllm-curate"
@@ -234,6 +235,25 @@ def _verify(spec_path: Path, kept_ids: Sequence[str]) -> None:
         raise SpecError(f"{spec_path} loads {len(loaded)} samples, not the {len(kept_ids)} kept ones")
 
 
+OUT_FILES = ("manifest.json", "review.jsonl", "report.md", "curated.yaml", "curated_ids.txt")
+
+
+def _check_out(args: argparse.Namespace, spec: BenchmarkSpec, root: Path | None) -> None:
+    """--out and the files written in it are none of the inputs, regular files or new paths, and writable
+    (`engine/output_paths.py`): UsageProblem naming the path otherwise, before any run."""
+    from pytest_mllm.engine.output_paths import Input, Output, OutputError, check_outputs
+
+    inputs = [Input(f"the benchmark spec {spec.path.name}", spec.path),
+              *([Input(f"the data folder of benchmark {spec.name!r}", root, folder=True)] if root else []),
+              *(Input(f"the --from-json file {p}", p) for p in args.from_json),
+              *(Input(f"the --text-only-json file {p}", p) for p in args.text_only_json)]
+    try:
+        check_outputs([Output("--out", args.out, folder=True),
+                       *(Output(f"--out ({name})", args.out / name) for name in OUT_FILES)], inputs)
+    except OutputError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
 def run(args: argparse.Namespace, console: Any) -> int:
     """The command once its arguments are parsed; UsageProblem, SpecError, PanelError mean bad input."""
     _check_panel(args)
@@ -241,6 +261,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
     leak_threshold = _leak_threshold(args.leak_threshold)
     spec = load_spec(find_spec(args.bench))
     root = _data_root(spec, args.mllm_data)
+    _check_out(args, spec, root)
     from pytest_mllm.loaders import load_samples
 
     items = items_of(load_samples(spec, root))
@@ -296,16 +317,17 @@ def _write(args: argparse.Namespace, console: Any, spec: BenchmarkSpec, root: Pa
     from pytest_mllm.curation.spec_writer import curated_name, write_curated
     from pytest_mllm.report.results import write_json
 
+    from pytest_mllm.engine.output_paths import write_atomically
+
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     report = build_report(curation, panel, settings)
     document = _settings_document(args, spec, root if spec.loader not in GENERATED_LOADERS else None, settings,
                                   panel, text_only, not args.no_leakage)
     write_json(out / "manifest.json", build_manifest(curation, document, report))
-    (out / "review.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in curation.review),
-                                      encoding="utf-8")
+    write_atomically(out / "review.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in curation.review),
+                     what="the review")
     title = f"LIME-M curation of {spec.name} → {curated_name(spec)}"
-    (out / "report.md").write_text(markdown(report, title), encoding="utf-8")
+    write_atomically(out / "report.md", markdown(report, title), what="the curation report")
     print_report(console, report, title)
     kept = curation.kept_ids
     if not kept:
@@ -329,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args, console)
     except (UsageProblem, SpecError, PanelError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except OutputWriteError as exc:  # a full disk, a folder gone: one line, the previous files kept
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -12,8 +12,9 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from pytest_mllm.echo import clip, excerpt
+from pytest_mllm.echo import clip, excerpt, well_formed
 from pytest_mllm.engine.cache import ResponseCache, cache_key
+from pytest_mllm.engine.data_identity import input_digest
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record, status_of
@@ -153,6 +154,7 @@ class Evaluator:
         todo: list[_Todo] = []
         for record, (sample, spec) in zip(records, items):
             record["model"] = self.model_name
+            record["input_digest"] = input_digest(sample)  # runs compare their verdicts where it is equal
             todo.append(_Todo(record, sample, self.max_new_tokens or spec.max_new_tokens, spec.responses_through_xlsx))
         keys = self._cache_keys(todo)
         if keys:
@@ -273,7 +275,7 @@ class Evaluator:
             return
         for item, response in zip(pending, responses):
             if response.error is not None:
-                item.record["error"] = f"model error: {response.error}"
+                item.record["error"] = f"model error: {well_formed(str(response.error))}"
             else:
                 _score(item, response)
 
@@ -294,6 +296,7 @@ def _score(item: _Todo, response: Response) -> None:
     if not isinstance(response.text, str):
         item.record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
         return
+    response.text = well_formed(response.text)  # any model's answer: a lone surrogate would lose every output
     try:
         score_record(item.record, item.sample, response, through_xlsx=item.through_xlsx)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch

@@ -53,6 +53,7 @@ class MllmHooks:
         self.limit = RunLimit(options.limit) if options.limit is not None else None  # --mllm-limit
         self._plan_printed = False
         self.write_failure = ""  # why an output could not be written at the end
+        self.summary_warning = options.outputs.step_summary_problem  # why the job summary is left out
         self.failed_load: str | None = None  # the summary's line when the model could not be loaded
 
     def record_for(self, item: pytest.Item) -> Record:
@@ -270,11 +271,12 @@ class MllmHooks:
         try:
             self.written = outputs.write(document, self.results)
             if outputs.markdown_path or outputs.step_summary:
-                from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
+                from pytest_mllm.report.markdown import github_run_url, markdown_summary
 
                 text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
                                         written=self.written, run_url=github_run_url(os.environ))
-                self.written += write_markdown(text, outputs.markdown_path, outputs.step_summary)
+                written, self.summary_warning = outputs.write_summary(text)
+                self.written += written
         except (OutputWriteError, OutputError) as exc:  # a full disk, a folder gone: one line, not a traceback
             self.write_failure = f"pytest-mllm: error: {exc}"
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -313,6 +315,8 @@ class MllmHooks:
             terminalreporter.write_line(f"pytest-mllm: {self.failed_load}", red=True, bold=True)
         if self.write_failure:
             terminalreporter.write_line(self.write_failure, red=True, bold=True)
+        if self.summary_warning:
+            terminalreporter.write_line(f"pytest-mllm: warning: {self.summary_warning}", yellow=True)
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

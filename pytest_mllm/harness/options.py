@@ -112,7 +112,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-shard", metavar="I/N",
                     help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
                          "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
-    group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-timeout", type=float, default=60.0, metavar="S",
+                    help="seconds an endpoint request may take, all of it (connecting, headers, body); not retried "
+                         "once spent, and a server that answers nothing in that time fails the run's later requests")
     group.addoption("--mllm-replay-min-match", type=float, default=0.9, metavar="FRACTION",
                     help="--mllm=replay:FILE: refuse a recording whose questions or targets agree with the samples "
                          "they answer for less than this share of the rows that hold them (0 to 1; 0 accepts any)")
@@ -250,7 +252,7 @@ class Options:
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
                               "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them
-            from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
+            from pytest_mllm.harness.run_inputs import pytest_outputs, run_inputs, spec_files_in_args
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
             inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=opt("mllm") or "", files={
@@ -258,8 +260,8 @@ class Options:
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
             try:
-                outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
-                              if evaluation.optimize else ())
+                outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
+                    [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,

@@ -1,5 +1,5 @@
 """The files a run reads, named for the output check: an output path may be none of them
-(`engine/output_paths.py`)."""
+(`engine/output_paths.py`); and the files pytest itself writes, checked with the run's own outputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
-from pytest_mllm.engine.output_paths import Input
+from pytest_mllm.engine.output_paths import Input, Output
 
 
 def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, data_cache: DataCache | None = None,
@@ -45,3 +45,9 @@ def spec_files_in_args(args: Iterable[str], invocation_dir: Path) -> list[Path]:
         if path.is_file() and is_spec_file(path):
             found.append(path.resolve())
     return found
+
+
+def pytest_outputs(config: object) -> list[Output]:
+    """The files pytest writes for the run that the output check covers too: the JUnit XML (`--junitxml`)."""
+    xmlpath = getattr(getattr(config, "option", None), "xmlpath", None)
+    return [Output("--junitxml", Path(xmlpath).expanduser())] if xmlpath else []

@@ -14,6 +14,7 @@ from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
 from pytest_mllm.harness.hooks import MllmHooks
+from pytest_mllm.harness.junit import AtomicJunit
 from pytest_mllm.harness.model_handle import ModelHandle
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
@@ -68,6 +69,8 @@ def start_run(config: pytest.Config) -> None:
     hooks = MllmHooks(config, options, evaluation, load_report)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(AtomicJunit(config), "mllm-junit")
     if importlib.util.find_spec("xdist") is not None:
         from pytest_mllm.harness.xdist import XdistHooks
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.echo import json_loads
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.sample import BadSample, ImageRef, Sample
@@ -43,7 +44,7 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                entries.append((number, json.loads(line)))
+                entries.append((number, json_loads(line)))
             except json.JSONDecodeError as exc:
                 entries.append((number, exc))
             except RecursionError:  # thousands of nested brackets: this line errors alone

@@ -34,10 +34,10 @@ Ability-level benchmark, not Tiny LVLM-eHub's 50.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_mllm.echo import json_loads
 from pytest_mllm.engine.images import ImageError, resolve_inside
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.sample import BadSample, ImageRef, Sample
@@ -80,7 +80,7 @@ def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     if not path.is_file():
         raise SpecError(f"benchmark {spec.name!r}: samples file not found: {path}")
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json_loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise SpecError(f"benchmark {spec.name!r}: {path} is not valid JSON: {exc}") from None
     if not isinstance(entries, list):

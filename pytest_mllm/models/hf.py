@@ -139,6 +139,12 @@ class HFModel:
                 f"first (e.g. `hf download {source}`)."
             )
             raise OSError(f"could not load model {source!r}: {e}\n{hint}") from e
+        except Exception as e:
+            if type(e).__name__ != "SafetensorError":
+                raise
+            where = repr(source) if target == source else f"{source!r} ({target})"
+            raise OSError(f"could not read the weights of model {where}: {e}; a weights file is truncated or "
+                          "corrupt: copy or download the model again") from None
         if "device_map" in placement:  # accelerate placed the weights: inputs go where the first layers are
             self.device = execution_device(self.model)
         else:

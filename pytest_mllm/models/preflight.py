@@ -10,6 +10,7 @@ sample. What only loading can show (a corrupt weights file) stops the run at the
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import sys
@@ -79,6 +80,11 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
         if not (folder / subfolder / "config.json").is_file():
             raise ModelUnavailable(f"--mllm={spec}: {folder / subfolder} holds no config.json, so it is not a "
                                    "transformers model folder; pass the folder that save_pretrained() wrote")
+        for weights in sorted((folder / subfolder).glob("*.safetensors")):
+            problem = safetensors_problem(weights)
+            if problem is not None:
+                raise ModelUnavailable(f"--mllm={spec}: the weights file {weights.name} in {folder / subfolder} {problem}; "
+                                       "copy or download the model again")
         return
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         from pytest_mllm.models.identity import hub_commit
@@ -88,6 +94,32 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
             raise ModelUnavailable(f"--mllm={spec}: {source} is not in the Hugging Face cache and HF_HUB_OFFLINE is "
                                    f"set; download it first (`hf download {source}`), or pass a local folder "
                                    "with hf:/path/to/folder")
+
+
+_LONGEST_HEADER = 100_000_000  # bytes; safetensors itself refuses longer headers
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """Why a safetensors file cannot be whole (its header unreadable, or the file shorter than the tensors
+    its header places), without reading the tensors; None when it looks whole."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if size < 8 or length > min(size - 8, _LONGEST_HEADER):
+                return f"is truncated or no safetensors file ({size} bytes, too short for the header it announces)"
+            header = json.loads(handle.read(length))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except (ValueError, RecursionError):
+        return "has a header that is not valid JSON (the file is truncated or corrupt)"
+    ends = [entry["data_offsets"][1] for name, entry in (header.items() if isinstance(header, dict) else ())
+            if name != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)
+            and len(entry["data_offsets"]) == 2 and isinstance(entry["data_offsets"][1], int)]
+    needed = 8 + length + max(ends, default=0)
+    if size < needed:
+        return f"is truncated: {size} bytes, where its header places tensors up to byte {needed}"
+    return None
 
 
 def _check_endpoint(spec: str, endpoint: Endpoint) -> None:
