@@ -301,9 +301,10 @@ class ChatClient:
         start = time.perf_counter()
         try:
             with self._slots:
-                raw = self._sdk.chat.completions.with_raw_response.create(
-                    model=model, messages=list(messages),  # type: ignore[arg-type]
-                    temperature=temperature, max_tokens=max_tokens, extra_headers=self._headers)
+                # the SDK's generic POST: its retries and errors, without typing the request's every part (the body
+                # has the keys, and their order, `chat.completions.create` sends: the same bytes)
+                body = self._sdk.post("/chat/completions", cast_to=str, options={"headers": self._headers}, body={
+                    "model": model, "messages": list(messages), "max_tokens": max_tokens, "temperature": temperature})
         except openai.APITimeoutError:
             raise self._unreachable(f"no answer within {self.timeout_s:g}s") from None
         except openai.APIConnectionError as exc:
@@ -311,7 +312,7 @@ class ChatClient:
         except openai.APIStatusError as exc:
             raise EndpointError(self._scrub(
                 f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code) from None
-        text, finish_reason = self._parse(raw.http_response.text)
+        text, finish_reason = self._parse(body)
         return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,

@@ -10,11 +10,12 @@ judge see one caller at a time.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Hashable, Iterator
 
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Model, Request, Response, Sample
@@ -73,14 +74,21 @@ Answer = Callable[[Sequence[tuple[Sample, "BenchmarkSpec"]]], list[Record]]
 
 
 class AnswerPipeline:
-    """Records answered one sample each on `width` threads, each taking the turn to evaluate."""
+    """Records answered one sample each on `width` threads, each taking the turn to evaluate.
+
+    Its bookkeeping costs the same whatever the width and the backlog: a running count of the
+    answers in flight, and one notice per answer that comes (`take` waits on those, not on the
+    futures)."""
 
     def __init__(self, answer: Answer, turn: Turn, width: int) -> None:
         self.answer = answer
         self.turn = turn
         self.width = width
         self._pool = ThreadPoolExecutor(width, thread_name_prefix="answer")
-        self._futures: dict[str, Future[Record]] = {}
+        self._futures: dict[Hashable, Future[Record]] = {}
+        self._in_flight = 0  # submitted and not yet answered
+        self._count_lock = threading.Lock()
+        self._answered: queue.SimpleQueue[None] = queue.SimpleQueue()  # one notice per answer that came
 
     @property
     def pending(self) -> int:
@@ -88,30 +96,44 @@ class AnswerPipeline:
         return len(self._futures)
 
     @property
+    def in_flight(self) -> int:
+        """Answers submitted and not yet answered."""
+        return self._in_flight
+
+    @property
     def room(self) -> int:
         """How many more answers to start now: up to `width` in flight, and at most BACKLOG_FACTOR × width
         answered ahead of the tests that take them."""
-        in_flight = sum(1 for future in self._futures.values() if not future.done())
-        return max(0, min(self.width - in_flight, BACKLOG_FACTOR * self.width - self.pending))
+        return max(0, min(self.width - self._in_flight, BACKLOG_FACTOR * self.width - len(self._futures)))
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: Hashable) -> bool:
         return key in self._futures
 
-    def submit(self, key: str, sample: Sample, spec: BenchmarkSpec) -> None:
+    def submit(self, key: Hashable, sample: Sample, spec: BenchmarkSpec) -> None:
         """Start answering `sample` (once per key)."""
-        if key not in self._futures:
-            self._futures[key] = self._pool.submit(self._one, sample, spec)
+        if key in self._futures:
+            return
+        with self._count_lock:
+            self._in_flight += 1
+        future = self._futures[key] = self._pool.submit(self._one, sample, spec)
+        future.add_done_callback(self._came)
 
     def _one(self, sample: Sample, spec: BenchmarkSpec) -> Record:
         with self.turn:
             return self.answer([(sample, spec)])[0]
 
-    def take(self, key: str, refill: Callable[[], None]) -> Record:
+    def _came(self, future: Future[Record]) -> None:
+        """An answer came (or was dropped): one less in flight, and a notice for `take`."""
+        with self._count_lock:
+            self._in_flight -= 1
+        self._answered.put(None)
+
+    def take(self, key: Hashable, refill: Callable[[], None]) -> Record:
         """The record of a submitted sample, once answered; `refill` is called each time an answer
         comes meanwhile (to start the next ones: a slow answer holds up no other request)."""
         target = self._futures[key]
         while not target.done():
-            wait([f for f in self._futures.values() if not f.done()], return_when=FIRST_COMPLETED)
+            self._answered.get()  # a notice may be older than this call: a refill then finds no room, or less
             refill()
         del self._futures[key]
         return target.result()
