@@ -13,6 +13,18 @@ from typing import Any
 import pytest
 
 
+def worker_share(config: pytest.Config) -> tuple[int, int]:
+    """(this worker's index, the workers' count) under xdist, (0, 1) outside it: how a served model's
+    concurrency is shared out (a restarted worker, its id past the count, takes its number modulo the count)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return 0, 1
+    count = max(1, int(workerinput.get("workercount", 1)))
+    worker_id = str(workerinput.get("workerid", ""))
+    number = worker_id[2:] if worker_id.startswith("gw") else ""
+    return (int(number) % count if number.isdigit() else 0), count
+
+
 def worker_queue(config: pytest.Config) -> WorkerQueue | None:
     """This xdist worker's queue of tests (None outside xdist, or where xdist's internals are not as expected)."""
     if not hasattr(config, "workerinput"):
