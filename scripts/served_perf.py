@@ -17,7 +17,9 @@ fresh process, in interleaved order (A B C, then C B A, ...) for --repeat repeti
   plugin   `pytest <spec> --mllm=openai:perf-served --mllm-base-url=URL --mllm-concurrency=C
            --mllm-cache=off -q -p no:cacheprovider --mllm-json=...` (plus --plugin-args);
   async    `AsyncOpenAI`, C coroutines (`perf/raw_clients.py`);
-  threads  the sync `OpenAI` client on C threads.
+  threads  the sync `OpenAI` client on C threads;
+  floor    pytest's own floor: plain pytest (`-p no:mllm`) running as many trivial parametrized tests, the
+           same flags; no request (its "throughput" is tests per second of its wall time).
 
 Each run is checked: the server received exactly --samples requests whose digests equal those of
 every other run of that sample count (the same request bytes), every answer each client reports
@@ -33,7 +35,9 @@ failure or error. Figures per run:
               on a shared machine, a run with others busy is slower for it.
 
 Ratios are plugin / raw of the medians: throughput against each raw client and the faster one (goal
->= 0.9), CPU per sample against each (goal <= 1.2). Every process has OMP_NUM_THREADS=1.
+>= 0.9), CPU per sample against each (goal <= 1.2, against the lower), and the CPU per sample of the
+plugin, the lower raw client and the floor side by side: what the plugin adds to the raw client's
+work, against what pytest alone costs per test. Every process has OMP_NUM_THREADS=1.
 `--source DIR` runs the plugin of another checkout (put first on PYTHONPATH; the run checks that it
 imported it): the figures before a change. `--profile DIR` then runs the plugin once more per
 configuration in process under yappi (if installed; CPU time of every thread), writes its stats
@@ -70,7 +74,7 @@ ROOT = ENTRY.parents[1]
 PROMPT = "{question} Please answer yes or no."
 MAX_TOKENS = 16
 TASKS = 10
-CLIENTS = ("plugin", *RAW_KINDS)
+CLIENTS = ("plugin", *RAW_KINDS, "floor")
 THROUGHPUT_GOAL = 0.9
 CPU_GOAL = 1.2
 RUN_TIMEOUT_S = 900
@@ -112,6 +116,8 @@ def make_workload(folder: Path, samples: int, images: int) -> Workload:
     spec.write_text(f"name: served_bench\nloader: jsonl\ndata: {{root: ., file: samples.jsonl}}\nparser: mme\n"
                     f"prompt: \"{PROMPT}\"\nmax_new_tokens: {MAX_TOKENS}\nmetrics: [accuracy]\n", encoding="utf-8")
     (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (folder / "test_floor.py").write_text(f"import pytest\n\n\n@pytest.mark.parametrize('n', range({samples}))\n"
+                                          "def test_floor(n):\n    assert n >= 0\n", encoding="utf-8")
     description = folder / "workload.json"
     description.write_text(json.dumps({"root": str(folder), "samples": "samples.jsonl", "prompt": PROMPT,
                                        "model": MODEL, "max_tokens": MAX_TOKENS}), encoding="utf-8")
@@ -191,6 +197,8 @@ class Bench:
                      f"--mllm-base-url={self.server.base_url}", f"--mllm-concurrency={concurrency}", "--mllm-cache=off",
                      "-q", "-p", "no:cacheprovider", f"--mllm-json={out}", *self.args.plugin_args.split()],
                     self.plugin_env)
+        if client == "floor":
+            return [sys.executable, "-m", "pytest", "test_floor.py", "-q", "-p", "no:cacheprovider", "-p", "no:mllm"], self.env
         return ([sys.executable, str(ENTRY), "_raw", client, str(work.description), self.server.base_url,
                  str(concurrency), str(out)], self.env)
 
@@ -211,13 +219,15 @@ class Bench:
         label = f"{client}, {work.samples} samples, concurrency {concurrency}"
         if proc.returncode != 0:
             raise PerfError(f"{label}: exit status {proc.returncode}\n{output[-3000:]}")
-        if client == "plugin":
+        if client == "floor":  # no request: its "window" is its wall time
+            check_counts(label, outcome_counts(output), {"passed": work.samples})
+            stats = {**stats, "window_s": wall}
+        elif client == "plugin":
             check_counts(label, outcome_counts(output), work.samples)
             document = json.loads(out.read_text(encoding="utf-8"))
-            answers = {r["id"]: r["response"] for r in document["records"]}
+            self._check(label, work, stats, {r["id"]: r["response"] for r in document["records"]})
         else:
-            answers = json.loads(out.read_text(encoding="utf-8"))
-        self._check(label, work, stats, answers)
+            self._check(label, work, stats, json.loads(out.read_text(encoding="utf-8")))
         if runs is None:
             return
         runs.walls.append(wall)
@@ -334,13 +344,14 @@ def ratios(groups: dict[tuple[int, int], dict[str, Runs]]) -> list[dict[str, Any
         row["cpu_vs_faster"] = plugin.cpu_ms / faster.cpu_ms
         row["cpu_vs_lowest"] = plugin.cpu_ms / min(r.cpu_ms for r in raws)
         row["met"] = row["throughput_vs_faster"] >= THROUGHPUT_GOAL and row["cpu_vs_lowest"] <= CPU_GOAL
+        row["cpu_ms"] = {r.client: r.cpu_ms for r in runs.values()}  # the floor's too, where it ran
         rows.append(row)
     return rows
 
 
 def print_tables(console: Console, groups: dict[tuple[int, int], dict[str, Runs]], rows: list[dict[str, Any]]) -> None:
     table = Table(title="runs (medians)")
-    for column in ("samples", "conc.", "client", "req/s (server window)", "req/s end to end", "CPU ms/sample",
+    for column in ("samples", "conc.", "client", "req/s (server window; floor: tests/s)", "req/s end to end", "CPU ms/sample",
                    "server µs/req", "load 1-min", "others' cores (max)"):
         table.add_column(column, justify="right")
     for (samples, concurrency), runs in groups.items():
@@ -352,16 +363,17 @@ def print_tables(console: Console, groups: dict[tuple[int, int], dict[str, Runs]
     console.print(table)
     table = Table(title=f"plugin / raw (goals: throughput >= {THROUGHPUT_GOAL} x the faster, CPU <= {CPU_GOAL} x)")
     for column in ("samples", "conc.", "thr. vs async", "thr. vs threads", "thr. vs faster", "e2e vs faster",
-                   "CPU vs async", "CPU vs threads", "met"):
+                   "CPU vs async", "CPU vs threads", "CPU ms: plugin, lowest raw, pytest floor", "met"):
         table.add_column(column, justify="right")
     for row in rows:
-        faster = row["faster_raw"]
+        faster, cpu = row["faster_raw"], row["cpu_ms"]
         table.add_row(str(row["samples"]), str(row["concurrency"]),
                       *(f"{row.get(k, float('nan')):.2f}" for k in ("throughput_vs_async", "throughput_vs_threads",
                                                                     "throughput_vs_faster")),
                       f"{row[f'end_to_end_vs_{faster}']:.2f}",
                       *(f"{row.get(k, float('nan')):.2f}" for k in ("cpu_vs_async", "cpu_vs_threads")),
-                      "yes" if row["met"] else "NO")
+                      f"{cpu['plugin']:.2f}, {min(v for k, v in cpu.items() if k in RAW_KINDS):.2f}, "
+                      f"{cpu.get('floor', float('nan')):.2f}", "yes" if row["met"] else "NO")
     console.print(table)
 
 
@@ -387,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if "plugin" not in args.clients:
         parser.error("--clients must include plugin")
-    console, log = Console(width=140), Console(stderr=True)
+    console, log = Console(width=140), Console(stderr=True, width=200)
     info = machine()
     info["load_before"] = load_average()
     started = time.perf_counter()
