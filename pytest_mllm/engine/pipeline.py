@@ -10,7 +10,6 @@ judge see one caller at a time.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -71,24 +70,28 @@ class WaitsOutsideTurn:
 
 BACKLOG_FACTOR = 8  # answers kept ahead of the tests, as a multiple of the requests in flight
 Answer = Callable[[Sequence[tuple[Sample, "BenchmarkSpec"]]], list[Record]]
+Ahead = Callable[[int], None]  # given the room, submits up to that many of the samples to answer next
 
 
 class AnswerPipeline:
     """Records answered one sample each on `width` threads, each taking the turn to evaluate.
 
-    Its bookkeeping costs the same whatever the width and the backlog: a running count of the
-    answers in flight, and one notice per answer that comes (`take` waits on those, not on the
-    futures)."""
+    An answer that comes frees its slot, and the thread that answered refills it at once (`ahead`:
+    the samples to answer next) before it waits for more work: the tests' thread is not woken for
+    it, and no thread sleeps between two answers while there is work. The bookkeeping costs the
+    same whatever the width and the backlog: a running count of the answers in flight, under one
+    lock with the submissions."""
 
-    def __init__(self, answer: Answer, turn: Turn, width: int) -> None:
+    def __init__(self, answer: Answer, turn: Turn, width: int, ahead: Ahead | None = None) -> None:
         self.answer = answer
         self.turn = turn
         self.width = width
+        self.ahead = ahead
         self._pool = ThreadPoolExecutor(width, thread_name_prefix="answer")
         self._futures: dict[Hashable, Future[Record]] = {}
         self._in_flight = 0  # submitted and not yet answered
-        self._count_lock = threading.Lock()
-        self._answered: queue.SimpleQueue[None] = queue.SimpleQueue()  # one notice per answer that came
+        self.lock = threading.RLock()  # over the futures, the count and `ahead`'s own state (its cursor)
+        self._closed = False
 
     @property
     def pending(self) -> int:
@@ -111,33 +114,40 @@ class AnswerPipeline:
 
     def submit(self, key: Hashable, sample: Sample, spec: BenchmarkSpec) -> None:
         """Start answering `sample` (once per key)."""
-        if key in self._futures:
-            return
-        with self._count_lock:
+        with self.lock:
+            if key in self._futures or self._closed:
+                return
             self._in_flight += 1
-        future = self._futures[key] = self._pool.submit(self._one, sample, spec)
-        future.add_done_callback(self._came)
+            future = self._futures[key] = self._pool.submit(self._one, sample, spec)
+            future.add_done_callback(self._came)
+
+    def refill(self) -> None:
+        """Start as many of the next samples as there is room for (`ahead`)."""
+        with self.lock:
+            room = self.room
+            if room and self.ahead is not None and not self._closed:
+                self.ahead(room)
 
     def _one(self, sample: Sample, spec: BenchmarkSpec) -> Record:
         with self.turn:
             return self.answer([(sample, spec)])[0]
 
     def _came(self, future: Future[Record]) -> None:
-        """An answer came (or was dropped): one less in flight, and a notice for `take`."""
-        with self._count_lock:
+        """An answer came (or was dropped): one less in flight, and the next ones started on this thread."""
+        with self.lock:
             self._in_flight -= 1
-        self._answered.put(None)
+            self.refill()
 
-    def take(self, key: Hashable, refill: Callable[[], None]) -> Record:
-        """The record of a submitted sample, once answered; `refill` is called each time an answer
-        comes meanwhile (to start the next ones: a slow answer holds up no other request)."""
-        target = self._futures[key]
-        while not target.done():
-            self._answered.get()  # a notice may be older than this call: a refill then finds no room, or less
-            refill()
-        del self._futures[key]
-        return target.result()
+    def take(self, key: Hashable) -> Record:
+        """The record of a submitted sample, once answered (an answer that raised raises here)."""
+        try:
+            return self._futures[key].result()
+        finally:
+            with self.lock:
+                del self._futures[key]
 
     def close(self) -> None:
         """Drop the answers not started (a run stopped early); those in flight end on their own."""
+        with self.lock:
+            self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)

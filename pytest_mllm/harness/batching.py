@@ -35,7 +35,7 @@ class Batcher:
         self._cursor = 0  # outside xdist: the first index the pipeline has not looked at
         self._frozen = False
         width = evaluation.requests_in_flight()
-        self._pipeline = AnswerPipeline(evaluation.answer, evaluation.turn, width) if width else None
+        self._pipeline = AnswerPipeline(evaluation.answer, evaluation.turn, width, self._send_ahead) if width else None
 
     def collected(self, items: list[pytest.Item]) -> None:
         """Remember the collection order (the look-ahead outside xdist)."""
@@ -61,26 +61,23 @@ class Batcher:
 
     def _pipelined(self, item: SampleItem, pipeline: AnswerPipeline) -> Record:
         """The record of `item`, the requests of the tests after it sent meanwhile (up to the pipeline's width).
-        Keys are collection indices; each refill costs the same whatever the width and the backlog."""
+        Keys are collection indices."""
         position = self._positions.get(id(item))
         key = position if position is not None else item.nodeid
-
-        def refill() -> None:
-            room = pipeline.room
-            if room:
-                self._send_ahead(pipeline, room, position)
-
-        pipeline.submit(key, item.sample, item.spec)  # type: ignore[arg-type]
-        refill()
-        return pipeline.take(key, refill)
-
-    def _send_ahead(self, pipeline: AnswerPipeline, room: int, position: int | None) -> None:
-        """Submit up to `room` of the sample tests this process runs next that are not yet submitted, looking at
-        each test once: a cursor into the collection (outside xdist) or into this worker's queue."""
-        items = self._items
-        if self._queue is None:
-            if position is not None and self._cursor <= position:
+        with pipeline.lock:
+            if position is not None and self._cursor <= position:  # outside xdist the cursor never looks back
                 self._cursor = position + 1
+            pipeline.submit(key, item.sample, item.spec)  # type: ignore[arg-type]
+            pipeline.refill()
+        return pipeline.take(key)
+
+    def _send_ahead(self, room: int) -> None:
+        """Submit up to `room` of the sample tests this process runs next that are not yet submitted, looking at
+        each test once: a cursor into the collection (outside xdist) or into this worker's queue. Called under
+        the pipeline's lock, by the tests' thread or by the thread of an answer that came."""
+        pipeline, items = self._pipeline, self._items
+        assert pipeline is not None
+        if self._queue is None:
             while room and self._cursor < len(items):
                 index = self._cursor
                 self._cursor += 1

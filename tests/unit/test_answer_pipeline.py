@@ -47,6 +47,14 @@ class Gated:
         return [new_record(id=one.id, benchmark="b", task="t")]
 
 
+def wait_until(condition: Any) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("timed out")
+
+
 def test_room_follows_the_answers_in_flight_and_the_backlog() -> None:
     answer = Gated()
     pipeline = AnswerPipeline(answer, answer.turn, width=2)
@@ -57,16 +65,15 @@ def test_room_follows_the_answers_in_flight_and_the_backlog() -> None:
         pipeline.submit(1, sample(1), SPEC)
         assert (pipeline.in_flight, pipeline.pending, pipeline.room) == (2, 2, 0)
         answer.gate("s1").set()
-        assert pipeline.take(1, lambda: None)["id"] == "s1"
+        assert pipeline.take(1)["id"] == "s1"
         assert (pipeline.in_flight, pipeline.pending, pipeline.room) == (1, 1, 1)
         for n in range(2, 2 * BACKLOG_FACTOR + 1):  # answered ahead of the tests, none taken
             answer.gate(f"s{n}").set()
             pipeline.submit(n, sample(n), SPEC)
         answer.gate("s0").set()
-        while pipeline.in_flight:
-            threading.Event().wait(0.01)
+        wait_until(lambda: pipeline.in_flight == 0)
         assert pipeline.pending == 2 * BACKLOG_FACTOR and pipeline.room == 0  # the backlog is full
-        assert [pipeline.take(n, lambda: None)["id"] for n in (0, 5)] == ["s0", "s5"]
+        assert [pipeline.take(n)["id"] for n in (0, 5)] == ["s0", "s5"]
         assert pipeline.room == 2
     finally:
         for gate in answer.gates.values():
@@ -74,23 +81,29 @@ def test_room_follows_the_answers_in_flight_and_the_backlog() -> None:
         pipeline.close()
 
 
-def test_take_refills_once_per_answer_that_comes_while_it_waits() -> None:
+def test_each_answer_that_comes_starts_the_next_on_its_own_thread() -> None:
+    """Width 2 over 7 samples: once the tests' thread started two, the answers start the rest themselves, never
+    more than two in flight, each sample once."""
     answer = Gated()
-    pipeline = AnswerPipeline(answer, answer.turn, width=3)
-    refills: list[int] = []
+    upcoming = list(range(7))
+    most = {"in_flight": 0}
+
+    def ahead(room: int) -> None:
+        for _ in range(room):
+            if upcoming:
+                n = upcoming.pop(0)
+                pipeline.submit(n, sample(n), SPEC)
+        most["in_flight"] = max(most["in_flight"], pipeline.in_flight)
+
+    pipeline = AnswerPipeline(answer, answer.turn, width=2, ahead=ahead)
     try:
-        for n in range(3):
-            pipeline.submit(n, sample(n), SPEC)
-
-        def release_others_then_target() -> None:
-            for sample_id in ("s2", "s1", "s0"):
-                answer.gate(sample_id).set()
-                threading.Event().wait(0.05)
-
-        threading.Thread(target=release_others_then_target).start()
-        record = pipeline.take(0, lambda: refills.append(pipeline.room))
-        assert record["id"] == "s0"
-        assert 2 <= len(refills) <= 3 and refills == sorted(refills) and refills[0] >= 1  # one refill per answer come
+        pipeline.refill()  # what the tests' thread does before it waits
+        assert pipeline.in_flight == 2 and upcoming == [2, 3, 4, 5, 6]
+        for n in range(7):
+            answer.gate(f"s{n}").set()
+        wait_until(lambda: not upcoming and pipeline.in_flight == 0)
+        assert sorted(answer.started) == [f"s{n}" for n in range(7)] and most["in_flight"] == 2
+        assert [pipeline.take(n)["id"] for n in range(7)] == [f"s{n}" for n in range(7)]
     finally:
         for gate in answer.gates.values():
             gate.set()
@@ -104,9 +117,19 @@ def test_an_answer_that_raises_is_raised_by_take_and_leaves_no_slot_taken() -> N
     pipeline = AnswerPipeline(fails, Turn(), width=1)
     pipeline.submit("k", sample(0), SPEC)
     with pytest.raises(RuntimeError, match="broken"):
-        pipeline.take("k", lambda: None)
+        pipeline.take("k")
     assert (pipeline.in_flight, pipeline.pending, pipeline.room) == (0, 0, 1)
     pipeline.close()
+
+
+def test_a_closed_pipeline_starts_nothing_more() -> None:
+    answer = Gated()
+    pipeline = AnswerPipeline(answer, answer.turn, width=1, ahead=lambda room: pipeline.submit("next", sample(9), SPEC))
+    pipeline.submit("first", sample(0), SPEC)
+    pipeline.close()
+    answer.gate("s0").set()
+    wait_until(lambda: pipeline.in_flight == 0)
+    assert "next" not in pipeline and answer.started == ["s0"]
 
 
 # -- the cursor into an xdist worker's queue ---------------------------------------------------------
