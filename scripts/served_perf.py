@@ -75,6 +75,10 @@ PROMPT = "{question} Please answer yes or no."
 MAX_TOKENS = 16
 TASKS = 10
 CLIENTS = ("plugin", *RAW_KINDS, "floor")
+# --source: pytest started with the editable install's import hook left out, so the checkout first on PYTHONPATH
+# is the package imported (an editable install's finder would otherwise win over PYTHONPATH)
+FROM_SOURCE = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith("
+               "'__editable__')]; import pytest; sys.exit(pytest.main(sys.argv[1:]))")
 THROUGHPUT_GOAL = 0.9
 CPU_GOAL = 1.2
 RUN_TIMEOUT_S = 900
@@ -181,10 +185,15 @@ class Bench:
         self.env = child_env(tmp / "pycache")
         self.plugin_env = dict(self.env)
         if args.source:
+            bundled = args.source / "pytest_mllm" / "benchmarks"  # an install maps the package's benchmarks/ there
+            if not bundled.exists() and (args.source / "benchmarks").is_dir():
+                bundled.symlink_to(Path("..") / "benchmarks")
             self.plugin_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.source),
                                                                           self.env.get("PYTHONPATH")]))
-            imported = subprocess.run([sys.executable, "-c", "import pytest_mllm; print(pytest_mllm.__file__)"],
-                                      env=self.plugin_env, capture_output=True, text=True).stdout.strip()
+            check = FROM_SOURCE.replace("import pytest; sys.exit(pytest.main(sys.argv[1:]))",
+                                        "import pytest_mllm; print(pytest_mllm.__file__)")
+            imported = subprocess.run([sys.executable, "-c", check], cwd=tmp, env=self.plugin_env, capture_output=True,
+                                      text=True).stdout.strip()
             if not imported.startswith(str(args.source.resolve())):
                 raise RuntimeError(f"--source: the plugin is imported from {imported!r}, not from {args.source}")
         self.server = LoopbackServer(ENTRY, tmp, self.env)
@@ -193,7 +202,8 @@ class Bench:
 
     def command(self, client: str, work: Workload, concurrency: int, out: Path) -> tuple[list[str], dict[str, str]]:
         if client == "plugin":
-            return ([sys.executable, "-m", "pytest", work.spec.name, f"--mllm=openai:{MODEL}",
+            start = [sys.executable, "-c", FROM_SOURCE] if self.args.source else [sys.executable, "-m", "pytest"]
+            return ([*start, work.spec.name, f"--mllm=openai:{MODEL}",
                      f"--mllm-base-url={self.server.base_url}", f"--mllm-concurrency={concurrency}", "--mllm-cache=off",
                      "-q", "-p", "no:cacheprovider", f"--mllm-json={out}", *self.args.plugin_args.split()],
                     self.plugin_env)
@@ -283,6 +293,8 @@ class Bench:
         stats = folder / f"plugin-{work.samples}-c{concurrency}.pstat"
         runner = ("import sys, yappi, pytest; yappi.set_clock_type('cpu'); yappi.start(); code = pytest.main(sys.argv[2:]); "
                   "yappi.stop(); yappi.get_func_stats().save(sys.argv[1], type='pstat'); sys.exit(code)")
+        if self.args.source:
+            runner = FROM_SOURCE.split("import pytest;")[0] + runner
         self.server.reset()
         proc = subprocess.run([sys.executable, "-c", runner, str(stats), *command[3:]], cwd=work.folder, env=env,
                               capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -392,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", nargs="+", choices=CLIENTS, default=list(CLIENTS))
     parser.add_argument("--images", type=int, default=100, help="distinct images of the workload (default 100)")
     parser.add_argument("--plugin-args", default="", help="more arguments of the plugin's runs (e.g. \"-n 2\")")
-    parser.add_argument("--source", type=Path, help="run the plugin of this checkout (the figures before a change)")
+    parser.add_argument("--source", type=Path, help="run the plugin of this checkout (the figures before a change): a copy "
+                        "of a commit (git archive COMMIT | tar -x -C DIR); its bundled benchmarks are linked into its package")
     parser.add_argument("--blast-seconds", type=float, default=3.0, help="the server's check alone (default 3 s)")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="then profile one plugin run per configuration")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON here")
