@@ -84,8 +84,9 @@ CPU_GOAL = 1.2
 RUN_TIMEOUT_S = 900
 WARM_SAMPLES = 40
 BLAST_CONNECTIONS = 32
-PROFILED = ("pytest_mllm/harness/batching.py:refill", "pytest_mllm/engine/pipeline.py:room",
-            "pytest_mllm/harness/batching.py:_upcoming", "pytest_mllm/engine/evaluator.py:evaluate",
+PROFILED = ("pytest_mllm/harness/batching.py:refill", "pytest_mllm/engine/pipeline.py:refill",  # the refill, before and now
+            "pytest_mllm/engine/pipeline.py:room", "pytest_mllm/harness/batching.py:_upcoming",
+            "pytest_mllm/harness/batching.py:_send_ahead", "pytest_mllm/engine/evaluator.py:evaluate",
             "pytest_mllm/engine/chat.py:chat", "pytest_mllm/engine/images.py:load_image",
             "pytest_mllm/engine/chat.py:image_content", "_pytest/runner.py:runtestprotocol")
 
