@@ -13,6 +13,7 @@ notebook can drive one too:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class EvaluationSettings:
     prompts_transfer: bool = False
     optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
+    # (this process's index, the processes running the run together): a served model's concurrency is shared out
+    workers: tuple[int, int] = (0, 1)
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
     data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
@@ -134,7 +137,7 @@ class Evaluation:
             hf_options = dict(self.settings.hf_options)
             if self.settings.worker:
                 hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
-            made = make_model(self.settings.model, hf_options, self.settings.endpoint)
+            made = make_model(self.settings.model, hf_options, self.endpoint)
         return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made  # type: ignore[return-value]
 
     def requests_in_flight(self) -> int | None:
@@ -142,8 +145,20 @@ class Evaluation:
         concurrency per replica times the replicas; None for a model that answers a batch at a time."""
         if not self.settings.model.startswith("openai:"):
             return None
-        endpoint = self.settings.endpoint
+        endpoint = self.endpoint
         return endpoint.concurrency * len(endpoint.urls)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The served model's endpoint as this process uses it: its share of the concurrency per replica, where
+        several processes run the run together (xdist workers keep the set total in flight between them; each
+        keeps at least one)."""
+        endpoint = self.settings.endpoint
+        index, count = self.settings.workers
+        if count <= 1:
+            return endpoint
+        share = endpoint.concurrency // count + (index < endpoint.concurrency % count)
+        return dataclasses.replace(endpoint, concurrency=max(1, share))
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings

@@ -356,9 +356,10 @@ class ChatClient:
         sent = time.monotonic()
         with limits(self.timeout_s) as bounds:
             try:
-                raw = self._sdk.chat.completions.with_raw_response.create(
-                    model=model, messages=list(messages),  # type: ignore[arg-type]
-                    temperature=temperature, max_tokens=max_tokens, extra_headers=self._headers)
+                # the SDK's generic POST: its errors, without typing the request's every part (the body has the
+                # keys, and their order, `chat.completions.create` sends: the same bytes)
+                body = self._sdk.post("/chat/completions", cast_to=str, options={"headers": self._headers}, body={
+                    "model": model, "messages": list(messages), "max_tokens": max_tokens, "temperature": temperature})
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 if bounds.refused:
                     self._answered()
@@ -377,7 +378,7 @@ class ChatClient:
                     retry_after=_retry_after(headers), should_retry=None if should not in ("true", "false")
                     else should == "true") from None
         self._answered()
-        return self._parse(raw.http_response.text)
+        return self._parse(body)
 
     def _answered(self) -> None:
         """The server answered (anything): it is not hung."""

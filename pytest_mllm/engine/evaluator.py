@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from pytest_mllm.echo import clip, excerpt, well_formed
 from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.data_identity import input_digest
-from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, DecodedImages, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record, status_of
 from pytest_mllm.sample import Model, Request, Response, Sample
@@ -108,6 +108,7 @@ class Evaluator:
         self._identity: str | None = None
         self.model_name = model_name
         self.max_pixels = max_pixels
+        self._decoded = DecodedImages(max_pixels)  # for models that only read their images
         self.cache = cache
         self.withhold_images = withhold_images  # a text-only pass: the model sees the prompt alone
         self.settings = {**(settings or {}), **({"images": "withheld"} if withhold_images else {})}
@@ -243,11 +244,13 @@ class Evaluator:
             return
         requests: list[Request] = []
         pending: list[_Todo] = []
+        wanted = model.needs_images and not self.withhold_images
+        load = self._decoded.load if getattr(model, "reads_images", False) else \
+            lambda ref: load_image(ref, self.max_pixels)
         for item in todo:
             record, sample, max_new_tokens, _ = item
             try:
-                wanted = model.needs_images and not self.withhold_images
-                images = [load_image(ref, self.max_pixels) for ref in sample.images] if wanted else []
+                images = [load(ref) for ref in sample.images] if wanted else []
             except ImageError as exc:
                 record["error"] = f"image error: {exc}"
                 continue

@@ -22,6 +22,7 @@ from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, ru
 from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
 from pytest_mllm.harness.limit import read_limit
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
+from pytest_mllm.harness.xdist import worker_share
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
@@ -245,7 +246,7 @@ class Options:
             endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env")),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
-            worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
+            worker=hasattr(config, "workerinput"), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config), data_cache=data_cache)
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},

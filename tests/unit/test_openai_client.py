@@ -390,3 +390,25 @@ def test_openai_model_fails_fast_when_nothing_listens() -> None:
     with pytest.raises(EndpointUnreachable, match=f"127.0.0.1:{port}"):
         OpenAIModel("vlm", Endpoint(f"http://127.0.0.1:{port}/v1", SECRET))
     assert time.monotonic() - start < 5
+
+
+def test_the_request_body_is_the_one_the_sdks_create_sends(injector: FaultInjector) -> None:
+    """The client posts through the SDK's generic POST: the same keys, in the same order, as `create` sends."""
+    import openai
+
+    messages = [{"role": "user", "content": [image_content(Image.new("RGB", (4, 4))), {"type": "text", "text": "Q?"}]}]
+    client_for(injector).chat("m1", messages, max_tokens=7)
+    openai.OpenAI(base_url=injector.url, api_key="x", max_retries=0).chat.completions.create(
+        model="m1", messages=messages, temperature=0.0, max_tokens=7)  # type: ignore[arg-type]
+    ours, sdks = injector.bodies
+    assert json.dumps(ours) == json.dumps(sdks)  # key order included
+
+
+def test_openai_model_answers_one_request_and_confines_its_failure(injector: FaultInjector) -> None:
+    injector.respond = lambda n, body, headers: status(400, "refused") if n == 0 else completion(" fine ")
+    model = OpenAIModel("vlm", Endpoint(injector.url, SECRET, max_retries=0))
+    [failed] = model.generate(_requests(("a", 1, 8)))
+    [answered] = model.generate(_requests(("b", 1, 5)))
+    assert failed.text == "" and failed.error is not None and "HTTP 400" in failed.error
+    assert answered.text == "fine" and answered.error is None
+    assert [b["max_tokens"] for b in injector.bodies] == [8, 5]
