@@ -13,26 +13,49 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 
 @dataclass(frozen=True)
 class Conventions:
-    """How a family's prompt and images are put together."""
+    """How a family's prompt and images are put together, and what generation stops at."""
 
-    chat_template: bool = True  # rendered with the processor's chat template; else prefix + prompt
-    prompt_prefix: str = ""  # before the prompt when there is no chat template
+    chat_template: bool = True  # rendered with the processor's chat template; else `prompt_format`
+    # without a chat template: the text the processor is given, "{prompt}" the benchmark's prompt and "{images}"
+    # `image_placeholder` once per image; None: no text at all (an unconditional captioner); a format without
+    # "{prompt}" is a documented task prompt that replaces every question (`question` says why)
+    prompt_format: str | None = "{prompt}"
+    image_placeholder: str = ""
+    interleaved: bool = False  # the processor takes each prompt as a list of text pieces and images (IDEFICS)
+    max_images: int | None = None  # the images one prompt can carry (None: any number); one: passed unnested
+    stop_tokens: tuple[str, ...] = ()  # generation also stops at these, as the model card's `generate` call does
+    banned_tokens: tuple[str, ...] = ()  # never generated (the model card's `bad_words_ids`)
     system_prompt: str | None = None  # a system turn of our own (None: the template's default, if any)
     images_before_text: bool = True  # where the images go in the user turn
     processor_kwargs: dict[str, Any] = field(default_factory=dict)  # over the checkpoint's saved settings
+    call_kwargs: dict[str, Any] = field(default_factory=dict)  # given to every processor call
+    refused: str | None = None  # why the family cannot be run on a benchmark (the run stops before any sample)
     source: str = "the checkpoint's chat template (transformers' documented usage)"
+    question: str = "asked as written"  # what a benchmark's question becomes, for the README
 
     def fingerprint(self) -> str:
-        """A short hash of everything here that changes answers."""
-        settings = {k: v for k, v in asdict(self).items() if k != "source"}
+        """A short hash of the settings here that change answers and differ from the default's (so a setting
+        added later leaves every fingerprint as it was)."""
+        default = {f.name: getattr(DEFAULT, f.name) for f in fields(self)}
+        settings = {k: v for k, v in asdict(self).items()
+                    if k not in ("source", "question") and _comparable(v) != _comparable(default[k])}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def takes_question(self) -> bool:
+        """False when every prompt is replaced by a task prompt, or by no text at all."""
+        return self.chat_template or (self.prompt_format is not None and "{prompt}" in self.prompt_format)
+
+
+def _comparable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 DEFAULT = Conventions()
@@ -41,7 +64,7 @@ _TEMPLATE = "its chat template"
 FAMILIES: dict[str, Conventions] = {
     # google/paligemma-3b-mix-224 has no chat template: its model card prompts the mix checkpoints with a
     # task prefix ("caption en", "answer en <question>"); the processor adds the image tokens and BOS.
-    "paligemma": Conventions(chat_template=False, prompt_prefix="answer en ",
+    "paligemma": Conventions(chat_template=False, prompt_format="answer en {prompt}",
                              source="google/paligemma-3b-mix-224's model card: the `answer en ` task prefix"),
     # Qwen2-VL, Qwen2.5-VL, Qwen3-VL: the image budget is the checkpoint's preprocessor_config.json (for
     # Qwen2/2.5-VL min_pixels 3136 = 4 x 28 x 28, max_pixels 12845056 = 16384 x 28 x 28), what the model cards'
@@ -62,6 +85,10 @@ FAMILIES: dict[str, Conventions] = {
                                  "opens the first user turn)"),
     "internvl": Conventions(source="OpenGVLab/InternVL3-1B-hf: " + _TEMPLATE),
     "mllama": Conventions(source="meta-llama/Llama-3.2-11B-Vision-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
+    # its model computes M-RoPE from mm_token_type_ids, which its processor returns only when asked
+    "cosmos3_edge": Conventions(call_kwargs={"return_mm_token_type_ids": True},
+                                source="transformers' Cosmos3-Edge code: " + _TEMPLATE + ", asking the processor for the "
+                                       "mm_token_type_ids its model requires"),
 }
 
 

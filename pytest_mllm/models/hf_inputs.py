@@ -14,17 +14,20 @@ from pytest_mllm.models.families import Conventions, conventions_for
 from pytest_mllm.sample import Request
 
 _VIDEO = "video_processor"
+_IMAGES = "\x00images\x00"  # where an interleaved prompt's images go
 
 
 class _AbsentVideoPart:
     """Where a processor keeps its video processor: absent, for image benchmarks.
 
     Families whose chat-template code reads the video sampling defaults (SmolVLM's `num_frames`
-    and `fps`) find none set, as for a request without video; anything else is an error that says why.
+    and `fps`) find none set, as for a request without video, and ERNIE's saving finds no font file;
+    anything else is an error that says why.
     """
 
     num_frames = None
     fps = None
+    font = ""  # ERNIE 4.5 VL's save_pretrained copies its video processor's font file, when there is one
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"this processor was built without its video part (no `{name}`): "
@@ -49,8 +52,10 @@ def image_only(processor_class: type) -> type:
         return [a for a in processor_class.get_attributes() if a != _VIDEO]
 
     def from_args_and_dict(cls: type, args: Any, processor_dict: dict[str, Any], **kwargs: Any) -> Any:
-        # some families' __init__ require the argument
-        return processor_class.from_args_and_dict.__func__(cls, args, processor_dict, **{_VIDEO: None, **kwargs})
+        # the parts by name, not position: the video processor may stand before the others (Video-LLaVA,
+        # MiniCPM-V); some families' __init__ require the argument
+        parts = dict(zip(get_attributes(cls), args))
+        return processor_class.from_args_and_dict.__func__(cls, [], processor_dict, **{_VIDEO: None, **parts, **kwargs})
 
     return type(processor_class.__name__, (processor_class,), {
         "from_args_and_dict": classmethod(from_args_and_dict), "get_attributes": classmethod(get_attributes),
@@ -108,15 +113,49 @@ def model_inputs(processor: Any, requests: Sequence[Request], conventions: Conve
 
     With a chat template: `processor.apply_chat_template(chats, add_generation_prompt=True,
     tokenize=True, return_dict=True)`, which adds no second BOS to a template that writes one.
-    Without (PaliGemma): `processor(text=prefix + prompt, images=…)`, as its model card shows.
+    Without: `processor(text=…, images=…)` with the text the model card shows (`prompt_text`), the
+    images of each prompt as a list (one image: the image itself), or IDEFICS' interleaved prompts.
     """
     if conventions.chat_template:
         chats = [messages(r, conventions) for r in requests]
         return processor.apply_chat_template(chats, add_generation_prompt=True, tokenize=True, return_dict=True,
-                                             return_tensors="pt", processor_kwargs={"padding": True})
-    texts = [conventions.prompt_prefix + r.prompt for r in requests]
-    images = [list(r.images) for r in requests] if any(r.images for r in requests) else None
-    return processor(text=texts, images=images, padding=True, return_tensors="pt")
+                                             return_tensors="pt",
+                                             processor_kwargs={"padding": True, **conventions.call_kwargs})
+    if conventions.interleaved:
+        return processor(text=[_interleave(prompt_text(r, conventions, images=_IMAGES), r.images) for r in requests],
+                         padding=True, return_tensors="pt", **conventions.call_kwargs)
+    texts = [prompt_text(r, conventions) for r in requests]
+    images: list[Any] | None = None
+    if any(r.images for r in requests):
+        images = [r.images[0] if conventions.max_images == 1 else list(r.images) for r in requests]
+    if texts[0] is None:
+        return processor(images=images, return_tensors="pt", **conventions.call_kwargs)
+    return processor(text=texts, images=images, padding=True, return_tensors="pt", **conventions.call_kwargs)
+
+
+def prompt_text(request: Request, conventions: Conventions, images: str | None = None) -> str | None:
+    """The text a family without a chat template is given: its prompt format with the request's prompt, and
+    `images` (default: the family's image placeholder once per image) where the format says "{images}"
+    (None: the family takes no text)."""
+    if conventions.prompt_format is None:
+        return None
+    marks = conventions.image_placeholder * len(request.images) if images is None else images
+    return conventions.prompt_format.replace("{images}", marks).replace("{prompt}", request.prompt)
+
+
+def _interleave(text: str | None, images: Sequence[Any]) -> list[Any]:
+    """IDEFICS' prompt list: the text around `_IMAGES` (where the format said "{images}") with the images between."""
+    before, _, after = (text or "").partition(_IMAGES)
+    return [piece for piece in (before, *images, after) if not isinstance(piece, str) or piece]
+
+
+def too_many_images(request: Request, conventions: Conventions) -> str | None:
+    """Why the family cannot take this request's images (None: it can)."""
+    limit = conventions.max_images
+    if limit is None or len(request.images) <= limit:
+        return None
+    return (f"this family takes {limit} image{'s' if limit != 1 else ''} per prompt and the sample has "
+            f"{len(request.images)} (models/families.py: max_images)")
 
 
 def load_conventions(target: str, *, trust_remote_code: bool = False) -> Conventions:
