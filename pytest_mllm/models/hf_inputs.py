@@ -7,13 +7,16 @@ Needs torch and transformers (the `hf` extra); imported by `models/hf.py` only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+import inspect
+import threading
+from functools import cache, wraps
 from typing import Any
 
 from pytest_mllm.models.families import Conventions, conventions_for
 from pytest_mllm.sample import Request
 
 _VIDEO = "video_processor"
+_BUILDING = threading.local()  # set while a processor without its video part runs its family's __init__
 _IMAGES = "\x00images\x00"  # where an interleaved prompt's images go
 
 
@@ -49,16 +52,42 @@ def image_only(processor_class: type) -> type:
         return processor_class
 
     def get_attributes(cls: type) -> list[str]:
-        return [a for a in processor_class.get_attributes() if a != _VIDEO]
+        attributes = processor_class.get_attributes()
+        return attributes if getattr(_BUILDING, "active", False) else [a for a in attributes if a != _VIDEO]
+
+    @wraps(processor_class.__init__)  # its signature is the family's: saving reads the settings it names
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        # the family's __init__ hands its parts to ProcessorMixin by position, the video processor among them
+        # (first, for Video-LLaVA and LLaVA-NeXT-Video): while it runs, the attributes are the family's own
+        _BUILDING.active = True
+        try:
+            processor_class.__init__(self, *args, **kwargs)
+        finally:
+            _BUILDING.active = False
+        self.__dict__.pop(_VIDEO, None)  # the class's absent video part shows through
+
+    def check_argument_for_proper_class(self: Any, name: str, argument: Any) -> Any:
+        if name == _VIDEO and argument is None:
+            return None
+        return processor_class.check_argument_for_proper_class(self, name, argument)
 
     def from_args_and_dict(cls: type, args: Any, processor_dict: dict[str, Any], **kwargs: Any) -> Any:
-        # the parts by name, not position: the video processor may stand before the others (Video-LLaVA,
-        # MiniCPM-V); some families' __init__ require the argument
+        # what ProcessorMixin.from_args_and_dict does, with the parts by name (the wrapped __init__ hides the
+        # family's parameter names from it): the saved settings the family's __init__ names, over them `kwargs`
+        return_unused = kwargs.pop("return_unused_kwargs", False)
         parts = dict(zip(get_attributes(cls), args))
-        return processor_class.from_args_and_dict.__func__(cls, [], processor_dict, **{_VIDEO: None, **parts, **kwargs})
+        named = [name for name, parameter in inspect.signature(processor_class.__init__).parameters.items()
+                 if name != "self" and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
+        settings = {k: v for k, v in {**processor_dict, **kwargs}.items()
+                    if k not in parts and k not in (_VIDEO, "auto_map", "processor_class")}
+        processor = cls(**parts, **({_VIDEO: None} if _VIDEO in named else {}),
+                        **{k: v for k, v in settings.items() if k in named})
+        unused = {k: v for k, v in settings.items() if k not in named}
+        return (processor, unused) if return_unused else processor
 
     return type(processor_class.__name__, (processor_class,), {
-        "from_args_and_dict": classmethod(from_args_and_dict), "get_attributes": classmethod(get_attributes),
+        "__init__": __init__, "from_args_and_dict": classmethod(from_args_and_dict),
+        "get_attributes": classmethod(get_attributes), "check_argument_for_proper_class": check_argument_for_proper_class,
         _VIDEO: _AbsentVideoPart(), "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
 
 

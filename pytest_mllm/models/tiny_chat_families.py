@@ -344,7 +344,183 @@ def build_ernie4_5_vl_moe() -> tuple[Any, Any]:
     return assemble("Ernie4_5_VLMoeForConditionalGeneration", config, made, processor, ["</s>", "<|end_of_sentence|>"])
 
 
+_GRANITE_TOKENS = ["<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<|pad|>"]
+
+
+def _granite_template(image: str) -> str:
+    """Granite's turns: "<|start_of_role|>user<|end_of_role|>…<|end_of_text|>\n", then the assistant's role."""
+    roles = {role: (f"<|start_of_role|>{role}<|end_of_role|>", "<|end_of_text|>\n")
+             for role in ("system", "user", "assistant")}
+    return chat_template(roles, image=image, generation="<|start_of_role|>assistant<|end_of_role|>")
+
+
+def build_granite_docling() -> tuple[Any, Any]:
+    # ibm-granite/granite-docling-258M: Granite's turns; a 64-pixel tile of 4 x 4 patches, pixel-shuffled by 4 into
+    # one token
+    from transformers import GraniteDoclingConfig, GraniteDoclingImageProcessor
+
+    made = tiny_tokenizer(_GRANITE_TOKENS + ["<image>", "<fake_token_around_image>", "<global-img>",
+                                             "<end_of_utterance>"], bos=None, eos="<|end_of_text|>", pad="<|pad|>",
+                          image_token="<image>")
+    image_processor = GraniteDoclingImageProcessor(size={"height": 64, "width": 64}, max_patches=2)
+    processor = processor_of("GraniteDoclingProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=_granite_template("<image>"), image_seq_len=1)
+    image, eos, pad = token_ids(made, "<image>", "<|end_of_text|>", "<|pad|>")
+    config = tiny_config(GraniteDoclingConfig, {
+        "vision_config": {"image_size": 64, "patch_size": 16, "scale_factor": 4},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad, "bos_token_id": eos,
+                        "embedding_multiplier": 1.0, "logits_scaling": 1.0, "residual_multiplier": 1.0,
+                        "attention_multiplier": 1.0},  # the released scales make a random model repeat one token
+        "image_token_id": image})
+    return assemble("GraniteDoclingForConditionalGeneration", config, made, processor,
+                    ["<|end_of_text|>", "<end_of_utterance>"])
+
+
+def build_granite4_vision() -> tuple[Any, Any]:
+    # ibm-granite/granite-4.0-3b-vision: Granite's turns, "<image>" per image; LLaVA-NeXT tiles of 32 pixels
+    from transformers import Granite4VisionConfig, LlavaNextImageProcessor
+
+    made = tiny_tokenizer(_GRANITE_TOKENS + ["<image>"], bos=None, eos="<|end_of_text|>", pad="<|pad|>",
+                          image_token="<image>")
+    pinpoints = [[32, 64], [64, 32], [64, 64]]
+    image_processor = LlavaNextImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+                                              image_grid_pinpoints=pinpoints)
+    processor = processor_of("Granite4VisionProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=_granite_template("<image>"), patch_size=8,
+                             vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                             downsample_rate="2/4")
+    image, eos, pad = token_ids(made, "<image>", "<|end_of_text|>", "<|pad|>")
+    config = tiny_config(Granite4VisionConfig, {
+        "vision_config": {"image_size": 32, "patch_size": 8, "hidden_size": 64},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad, "bos_token_id": eos},
+        "image_token_index": image, "image_grid_pinpoints": pinpoints, "vision_feature_select_strategy": "default",
+        "vision_feature_layer": -1, "downsample_rate": "2/4", "spatial_target_layers": [1], "image_seq_length": 4,
+        "deepstack_layer_map": [[0, 0]]})
+    return assemble("Granite4VisionForConditionalGeneration", config, made, processor, ["<|end_of_text|>"])
+
+
+def _hunyuan_template(image: str) -> str:
+    """Hunyuan's turns: "<｜hy_User｜>…<｜hy_Assistant｜>" after its BOS."""
+    roles = {"system": ("", "<｜hy_place▁holder▁no▁3｜>"), "user": ("<｜hy_User｜>", ""),
+             "assistant": ("<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁2｜>")}
+    return chat_template(roles, image=image, generation="<｜hy_Assistant｜>", bos="<｜hy_begin▁of▁sentence｜>")
+
+
+_HUNYUAN_TOKENS = ["<｜hy_begin▁of▁sentence｜>", "<｜hy_place▁holder▁no▁2｜>", "<｜hy_place▁holder▁no▁3｜>",
+                   "<｜hy_User｜>", "<｜hy_Assistant｜>", "<｜hy_▁pad▁｜>"]
+
+
+def build_hunyuan_vl() -> tuple[Any, Any]:
+    # tencent/HunyuanOCR: Hunyuan's turns, each image between its start and end marks
+    from transformers import HunYuanVLConfig, HunYuanVLImageProcessor
+
+    marks = {"image_token": "<｜hy_place▁holder▁no▁102｜>", "image_start_token": "<｜hy_place▁holder▁no▁100｜>",
+             "image_end_token": "<｜hy_place▁holder▁no▁101｜>"}
+    newline = "<｜hy_place▁holder▁no▁103｜>"
+    made = tiny_tokenizer(_HUNYUAN_TOKENS + [*marks.values(), newline], bos="<｜hy_begin▁of▁sentence｜>",
+                          eos="<｜hy_place▁holder▁no▁2｜>", pad="<｜hy_▁pad▁｜>", **marks)
+    image_processor = HunYuanVLImageProcessor(size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64})
+    processor = processor_of("HunYuanVLProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=_hunyuan_template("".join(marks[k] for k in ("image_start_token",
+                                                                                         "image_token",
+                                                                                         "image_end_token"))))
+    image, start, end, line, eos, pad = token_ids(made, *marks.values(), newline, "<｜hy_place▁holder▁no▁2｜>",
+                                                  "<｜hy_▁pad▁｜>")
+    config = tiny_config(HunYuanVLConfig, {
+        "vision_config": {"patch_size": 16, "text_hidden_size": WIDTH, "max_image_size": 128},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                        "bos_token_id": made.bos_token_id, "eod_token_id": eos, "sep_token_id": pad, "head_dim": 8,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 1, 1]}},
+        "image_token_id": image, "im_start_id": start, "im_end_id": end, "im_newline_id": line})
+    return assemble("HunYuanVLForConditionalGeneration", config, made, processor, ["<｜hy_place▁holder▁no▁2｜>"])
+
+
+def build_hy_v4_vl() -> tuple[Any, Any]:
+    # tencent/Hunyuan-V4-VL: Hunyuan's turns, Qwen-style image pads
+    from transformers import HYV4VLConfig, HYV4VLImageProcessor
+
+    made = tiny_tokenizer(_HUNYUAN_TOKENS + QWEN_TOKENS[3:], bos="<｜hy_begin▁of▁sentence｜>",
+                          eos="<｜hy_place▁holder▁no▁2｜>", pad="<｜hy_▁pad▁｜>")
+    image_processor = HYV4VLImageProcessor(size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64})
+    processor = processor_of("HYV4VLProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=_hunyuan_template(_QWEN_IMAGE))
+    image, video, eos, pad = token_ids(made, "<|image_pad|>", "<|video_pad|>", "<｜hy_place▁holder▁no▁2｜>",
+                                       "<｜hy_▁pad▁｜>")
+    config = tiny_config(HYV4VLConfig, {
+        "vision_config": {"patch_size": 16, "max_image_size": 128},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                        "bos_token_id": made.bos_token_id, "index_n_heads": 2, "index_head_dim": 8},
+        "image_token_id": image, "video_token_id": video})
+    return assemble("HYV4VLForConditionalGeneration", config, made, processor, ["<｜hy_place▁holder▁no▁2｜>"])
+
+
+_LLAMA2_TOKENS = ["<unk>", "<s>", "</s>", "<image>", "<video>", "<pad>"]
+# llava-hf/LLaVA-NeXT-Video-7B-hf, LanguageBind/Video-LLaVA-7B-hf: "USER: <image>\ntext ASSISTANT:"
+_USER_ASSISTANT = chat_template({"system": ("", " "), "user": ("USER: ", " "), "assistant": ("ASSISTANT: ", "</s>")},
+                                image="<image>\n", generation="ASSISTANT:")
+
+
+def _llava_like(config_name: str, model_name: str, processor_name: str, image_processor: Any, template: str,
+                changes: dict[str, Any], **processor: Any) -> tuple[Any, Any]:
+    """A LLaVA of a CLIP tower and a Llama 2 text model: Llama 2's tokenizer (which adds the BOS), `<image>` and `<video>`."""
+    import transformers
+
+    made = tiny_tokenizer(_LLAMA2_TOKENS, bos="<s>", eos="</s>", pad="<pad>", adds_bos=True, unk="<unk>",
+                          image_token="<image>", video_token="<video>")
+    built = processor_of(processor_name, image_processor=image_processor, tokenizer=made, chat_template=template,
+                         **processor)
+    image, video, eos, pad = token_ids(made, "<image>", "<video>", "</s>", "<pad>")
+    settings = {"vision_config": {"model_type": "clip_vision_model", "image_size": 32, "patch_size": 8},
+                "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                                "bos_token_id": made.bos_token_id},
+                "image_token_index": image, **({"video_token_index": video} if processor_name != "LlavaProcessor" else {})}
+    config = tiny_config(getattr(transformers, config_name), merged(settings, changes))
+    return assemble(model_name, config, made, built, ["</s>"])
+
+
+def build_vipllava() -> tuple[Any, Any]:
+    # llava-hf/vip-llava-7b-hf: "###Human: <image>\ntext###Assistant:" after its system sentence
+    from transformers import CLIPImageProcessor
+
+    roles = {"system": ("", ""), "user": ("###Human: ", ""), "assistant": ("###Assistant: ", "")}
+    template = chat_template(roles, image="<image>\n", generation="###Assistant:",
+                             default_system="A chat between a curious human and an artificial intelligence assistant. "
+                                            "The assistant gives helpful, detailed, and polite answers to the human's "
+                                            "questions.")
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    return _llava_like("VipLlavaConfig", "VipLlavaForConditionalGeneration", "LlavaProcessor", image_processor,
+                       template, {"vision_feature_layer": [-2, -1, 0, 1, 2], "image_seq_length": 16}, patch_size=8,
+                       vision_feature_select_strategy="default", num_additional_image_tokens=1)
+
+
+def build_llava_next_video() -> tuple[Any, Any]:
+    from transformers import LlavaNextImageProcessor
+
+    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
+    image_processor = LlavaNextImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+                                              image_grid_pinpoints=pinpoints)
+    return _llava_like("LlavaNextVideoConfig", "LlavaNextVideoForConditionalGeneration", "LlavaNextVideoProcessor",
+                       image_processor, _USER_ASSISTANT, {"image_grid_pinpoints": pinpoints, "image_seq_length": 16},
+                       patch_size=8, vision_feature_select_strategy="default", num_additional_image_tokens=1)
+
+
+def build_video_llava() -> tuple[Any, Any]:
+    from transformers import VideoLlavaImageProcessor
+
+    image_processor = VideoLlavaImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    return _llava_like("VideoLlavaConfig", "VideoLlavaForConditionalGeneration", "VideoLlavaProcessor",
+                       image_processor, _USER_ASSISTANT, {"image_seq_length": 16}, patch_size=8,
+                       vision_feature_select_strategy="default", num_additional_image_tokens=1)
+
+
 CHAT_FAMILIES = {
+    "vipllava": build_vipllava,
+    "llava_next_video": build_llava_next_video,
+    "video_llava": build_video_llava,
+    "granite_docling": build_granite_docling,
+    "granite4_vision": build_granite4_vision,
+    "hunyuan_vl": build_hunyuan_vl,
+    "hy_v4_vl": build_hy_v4_vl,
     "ovis2": build_ovis2,
     "ernie4_5_vl_moe": build_ernie4_5_vl_moe,
     "deepseek_vl": build_deepseek_vl,
