@@ -23,14 +23,16 @@ _IMAGES = "\x00images\x00"  # where an interleaved prompt's images go
 class _AbsentVideoPart:
     """Where a processor keeps its video processor: absent, for image benchmarks.
 
-    Families whose chat-template code reads the video sampling defaults (SmolVLM's `num_frames`
-    and `fps`) find none set, as for a request without video, and ERNIE's saving finds no font file;
-    anything else is an error that says why.
+    Families that read video settings find none: SmolVLM's chat-template code its sampling defaults
+    (`num_frames`, `fps`), as for a request without video; MiniCPM-V's processor its slicing settings
+    as it is built; ERNIE's saving its font file. Anything else is an error that says why.
     """
 
     num_frames = None
     fps = None
-    font = ""  # ERNIE 4.5 VL's save_pretrained copies its video processor's font file, when there is one
+    slice_mode = None
+    downsample_mode = None
+    font = ""
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"this processor was built without its video part (no `{name}`): "
@@ -38,6 +40,9 @@ class _AbsentVideoPart:
 
     def __bool__(self) -> bool:
         return False
+
+
+_ABSENT = _AbsentVideoPart()
 
 
 @cache
@@ -59,15 +64,18 @@ def image_only(processor_class: type) -> type:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         # the family's __init__ hands its parts to ProcessorMixin by position, the video processor among them
         # (first, for Video-LLaVA and LLaVA-NeXT-Video): while it runs, the attributes are the family's own
+        given = inspect.signature(processor_class.__init__).bind_partial(self, *args, **kwargs)
+        if given.arguments.get(_VIDEO) is None:
+            given.arguments[_VIDEO] = _ABSENT
         _BUILDING.active = True
         try:
-            processor_class.__init__(self, *args, **kwargs)
+            processor_class.__init__(*given.args, **given.kwargs)
         finally:
             _BUILDING.active = False
-        self.__dict__.pop(_VIDEO, None)  # the class's absent video part shows through
+        self.__dict__.pop(_VIDEO, None)  # not saved: the class's absent part shows through
 
     def check_argument_for_proper_class(self: Any, name: str, argument: Any) -> Any:
-        if name == _VIDEO and argument is None:
+        if name == _VIDEO and (argument is None or argument is _ABSENT):
             return None
         return processor_class.check_argument_for_proper_class(self, name, argument)
 
@@ -80,7 +88,7 @@ def image_only(processor_class: type) -> type:
                  if name != "self" and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
         settings = {k: v for k, v in {**processor_dict, **kwargs}.items()
                     if k not in parts and k not in (_VIDEO, "auto_map", "processor_class")}
-        processor = cls(**parts, **({_VIDEO: None} if _VIDEO in named else {}),
+        processor = cls(**parts,
                         **{k: v for k, v in settings.items() if k in named})
         unused = {k: v for k, v in settings.items() if k not in named}
         return (processor, unused) if return_unused else processor
@@ -88,7 +96,7 @@ def image_only(processor_class: type) -> type:
     return type(processor_class.__name__, (processor_class,), {
         "__init__": __init__, "from_args_and_dict": classmethod(from_args_and_dict),
         "get_attributes": classmethod(get_attributes), "check_argument_for_proper_class": check_argument_for_proper_class,
-        _VIDEO: _AbsentVideoPart(), "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
+        _VIDEO: _ABSENT, "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
 
 
 def load_processor(target: str, *, trust_remote_code: bool = False,

@@ -27,8 +27,9 @@ def build_qwen3_vl_moe() -> tuple[Any, Any]:
                          "num_experts": 4, "num_experts_per_tok": 2})
 
 
+# attention first: after a random linear-attention layer, the answers hardly depend on the input
 _HYBRID = {"head_dim": 8, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_num_key_heads": 2,
-           "linear_num_value_heads": 4, "layer_types": ["linear_attention", "full_attention"],
+           "linear_num_value_heads": 4, "layer_types": ["full_attention", "linear_attention"],
            "rope_parameters": {**_INTERLEAVED_MROPE, "partial_rotary_factor": 1.0}}
 # Qwen/Qwen3.5-27B: Qwen3-VL's turns, the assistant's turn opening a thought
 _QWEN3_5_TEMPLATE = chatml(_QWEN_IMAGE, think="<think>\n")
@@ -50,7 +51,7 @@ def build_qwen4_exp() -> tuple[Any, Any]:
     # Qwen/Qwen4-Exp: Qwen3.5's turns
     return qwen_vl("Qwen4ExpConfig", "Qwen4ExpForConditionalGeneration", "Qwen3VLProcessor", _QWEN3_5_TEMPLATE,
                    patch=16, vision=_QWEN3_VISION, tokens=("<think>", "</think>"),
-                   text={**_HYBRID, "layer_types": ["linear_attention", "indexed_attention"], "hc_count": 2, "indexer_n_heads": 2,
+                   text={**_HYBRID, "layer_types": ["indexed_attention", "linear_attention"], "hc_count": 2, "indexer_n_heads": 2,
                          "indexer_kv_heads": 1, "indexer_head_dim": 8, "indexer_budget": 8, "indexer_compress_ratio": 4,
                          "hc_lowrank": 4, "moe_intermediate_size": WIDTH, "shared_expert_intermediate_size": WIDTH,
                          "num_experts": 4, "num_experts_per_tok": 2})
@@ -513,7 +514,39 @@ def build_video_llava() -> tuple[Any, Any]:
                        vision_feature_select_strategy="default", num_additional_image_tokens=1)
 
 
+def _minicpmv(version: str) -> tuple[Any, Any]:
+    """MiniCPM-V 4.6 and 4.7 (openbmb/MiniCPM-V-4.6): ChatML turns, the image between its marks; 56-pixel images
+    (the scale resolution) of 4 x 4 patches merged 16 times into one token, not sliced."""
+    import transformers
+
+    marks = {"image_token": "<|image_pad|>", "video_token": "<|video_pad|>", "image_start_token": "<image>",
+             "image_end_token": "</image>", "slice_start_token": "<slice>", "slice_end_token": "</slice>",
+             "image_id_start_token": "<image_id>", "image_id_end_token": "</image_id>"}
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
+                          **marks)
+    image_processor = getattr(transformers, "MiniCPMV4_6ImageProcessor")(scale_resolution=56, max_slice_nums=1,
+                                                                         slice_mode=False)
+    processor = processor_of(f"MiniCPMV{version}Processor", image_processor=image_processor, tokenizer=made,
+                             chat_template=chatml("<|image_pad|>"))
+    image, video, eos, pad = token_ids(made, "<|image_pad|>", "<|video_pad|>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(getattr(transformers, f"MiniCPMV{version}Config"), {
+        "vision_config": {"image_size": 56, "patch_size": 14}, "image_size": 56, "insert_layer_id": 0,
+        "text_config": {**_HYBRID, "vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
+        "image_token_id": image, "video_token_id": video})
+    return assemble(f"MiniCPMV{version}ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_minicpmv4_6() -> tuple[Any, Any]:
+    return _minicpmv("4_6")
+
+
+def build_minicpmv4_7() -> tuple[Any, Any]:
+    return _minicpmv("4_7")
+
+
 CHAT_FAMILIES = {
+    "minicpmv4_6": build_minicpmv4_6,
+    "minicpmv4_7": build_minicpmv4_7,
     "vipllava": build_vipllava,
     "llava_next_video": build_llava_next_video,
     "video_llava": build_video_llava,

@@ -93,7 +93,8 @@ def documented_processor(folder: Path) -> Any:
 
     parts: dict[str, Any] = {"image_processor": AutoImageProcessor.from_pretrained(folder),
                              "tokenizer": AutoTokenizer.from_pretrained(folder),
-                             "video_processor": SimpleNamespace(num_frames=None, fps=None)}  # never called
+                             "video_processor": SimpleNamespace(num_frames=None, fps=None, slice_mode=None,
+                                                                downsample_mode=None)}  # never called
     settings = {k: v for k, v in saved.items() if k not in parts}
     template = folder / "chat_template.jinja"
     return WithoutVideoCheck(**parts, **settings, chat_template=template.read_text() if template.exists() else None)
