@@ -544,7 +544,104 @@ def build_minicpmv4_7() -> tuple[Any, Any]:
     return _minicpmv("4_7")
 
 
+def build_paddleocr_vl() -> tuple[Any, Any]:
+    # PaddlePaddle/PaddleOCR-VL: ERNIE's turns, "User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>…\nAssistant: "
+    from transformers import PaddleOCRVLConfig
+
+    made = tiny_tokenizer(["<unk>", "<s>", "</s>", "<|begin_of_sentence|>", "<|end_of_sentence|>", "<|IMAGE_START|>",
+                           "<|IMAGE_END|>", "<|IMAGE_PLACEHOLDER|>", "<|video_pad|>"], bos="<s>", eos="</s>", pad="<unk>",
+                          image_token="<|IMAGE_PLACEHOLDER|>")
+    roles = {"system": ("", "\n"), "user": ("User: ", "\n"), "assistant": ("Assistant: ", "<|end_of_sentence|>")}
+    template = chat_template(roles, image="<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>", generation="Assistant: ",
+                             bos="<|begin_of_sentence|>")
+    processor = processor_of("PaddleOCRVLProcessor", tokenizer=made, chat_template=template,
+                             image_processor=qwen_image_processor("PaddleOCRVLImageProcessor", patch=14, temporal=1))
+    image, video, start, end, eos, pad = token_ids(made, "<|IMAGE_PLACEHOLDER|>", "<|video_pad|>", "<|IMAGE_START|>",
+                                                   "<|IMAGE_END|>", "</s>", "<unk>")
+    config = tiny_config(PaddleOCRVLConfig, {
+        "vision_config": {"patch_size": 14, "image_size": 28},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                        "bos_token_id": made.bos_token_id, "rope_parameters": {"rope_type": "default",
+                                                                               "rope_theta": 10000.0,
+                                                                               "mrope_section": [1, 1, 2]}},
+        "image_token_id": image, "video_token_id": video, "vision_start_token_id": start, "vision_end_token_id": end})
+    return assemble("PaddleOCRVLForConditionalGeneration", config, made, processor, ["</s>", "<|end_of_sentence|>"])
+
+
+def build_qianfan_ocr() -> tuple[Any, Any]:
+    # baidu/Qianfan-OCR: ChatML turns, "<image>\n" per image, spelled out as <img><IMG_CONTEXT>…</img>; a 28-pixel
+    # image of 2 x 2 patches pixel-shuffled into one token
+    from transformers import GotOcr2ImageProcessor, QianfanOCRConfig
+
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + ["<image>", "<img>", "</img>", "<IMG_CONTEXT>"], bos=None, eos="<|im_end|>",
+                          pad="<|endoftext|>", start_image_token="<img>", end_image_token="</img>",
+                          context_image_token="<IMG_CONTEXT>")
+    image_processor = GotOcr2ImageProcessor(size={"height": 28, "width": 28}, crop_to_patches=False)
+    processor = processor_of("QianfanOCRProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=chatml("<image>\n"), image_seq_length=1)
+    context, eos, pad = token_ids(made, "<IMG_CONTEXT>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(QianfanOCRConfig, {
+        "vision_config": {"image_size": [28, 28], "patch_size": [14, 14]}, "image_seq_length": 1,
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
+        "image_token_id": context})
+    return assemble("QianfanOCRForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_video_llama_3() -> tuple[Any, Any]:
+    # DAMO-NLP-SG/VideoLLaMA3-2B-Image-hf: ChatML turns; images of 14-pixel patches, unmerged
+    return _chatml_family("VideoLlama3Config", "VideoLlama3ForConditionalGeneration", "VideoLlama3Processor",
+                          qwen_image_processor("VideoLlama3ImageProcessor", patch=14, merge=1, temporal=1),
+                          chatml(_QWEN_IMAGE), _QWEN_IDS, changes={"vision_config": {"patch_size": 14}})
+
+
+def build_cohere_compass() -> tuple[Any, Any]:
+    # CohereLabs/command-a-vision (Compass): Command-R's turns, each image between its vision marks
+    from transformers import CohereCompassConfig
+
+    marks = ["<|VISION_START|>", "<|VISION_END|>", "<|IMAGE_PAD|>", "<|VIDEO_PAD|>"]
+    made = tiny_tokenizer(_COHERE_TOKENS + marks, bos="<BOS_TOKEN>", eos="<|END_OF_TURN_TOKEN|>", pad="<PAD>")
+    processor = processor_of("CohereCompassProcessor", image_processor=qwen_image_processor(patch=16), tokenizer=made,
+                             chat_template=_cohere_template("<|VISION_START|><|IMAGE_PAD|><|VISION_END|>"))
+    start, end, image, video, eos, pad = token_ids(made, *marks, "<|END_OF_TURN_TOKEN|>", "<PAD>")
+    config = tiny_config(CohereCompassConfig, {
+        "vision_config": {"patch_size": 16, "deepstack_visual_indexes": [1], "num_position_embeddings": 16},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                        "bos_token_id": made.bos_token_id, "sliding_window": 64,
+                        "rope_parameters": {"full_attention": _INTERLEAVED_MROPE}},  # one per layer type
+        "image_token_id": image, "video_token_id": video, "vision_start_token_id": start, "vision_end_token_id": end})
+    return assemble("CohereCompassForConditionalGeneration", config, made, processor, ["<|END_OF_TURN_TOKEN|>"])
+
+
+def build_deepseek_ocr2() -> tuple[Any, Any]:
+    # deepseek-community/DeepSeek-OCR-2: DeepSeek's turns, "<image>\n" per image; a 768-pixel global view (its
+    # processor's tile size, the smaller of the model's two query sets: 144 tokens), no local crops
+    from transformers import DeepseekOcr2Config, DeepseekOcr2ImageProcessor
+
+    made = tiny_tokenizer([_DEEPSEEK_BOS, _DEEPSEEK_EOS, "<image>", "<｜▁pad▁｜>"], bos=_DEEPSEEK_BOS, eos=_DEEPSEEK_EOS,
+                          pad="<｜▁pad▁｜>", adds_bos=False, image_token="<image>")
+    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", _DEEPSEEK_EOS)}
+    template = chat_template(roles, image="<image>\n", generation="<|Assistant|>:", bos=_DEEPSEEK_BOS)
+    image_processor = DeepseekOcr2ImageProcessor(size={"height": 768, "width": 768}, crop_to_patches=False)
+    processor = processor_of("DeepseekOcr2Processor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    image, eos, pad = token_ids(made, "<image>", _DEEPSEEK_EOS, "<｜▁pad▁｜>")
+    config = tiny_config(DeepseekOcr2Config, {
+        "vision_config": {"sam_config": {"image_size": 768, "patch_size": 16, "global_attn_indexes": [1],
+                                         "window_size": 4, "downsample_channels": [WIDTH, WIDTH], "mlp_dim": 2 * WIDTH},
+                          "encoder_config": {"vocab_size": 16}},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
+                        "bos_token_id": made.bos_token_id, "mlp_layer_types": ["dense", "sparse"],
+                        "num_experts_per_tok": 2},
+        "image_token_id": image})
+    return assemble("DeepseekOcr2ForConditionalGeneration", config, made, processor, [_DEEPSEEK_EOS])
+
+
 CHAT_FAMILIES = {
+    "deepseek_ocr2": build_deepseek_ocr2,
+    "video_llama_3": build_video_llama_3,
+    "cohere_compass": build_cohere_compass,
+    "paddleocr_vl": build_paddleocr_vl,
+    "qianfan_ocr": build_qianfan_ocr,
     "minicpmv4_6": build_minicpmv4_6,
     "minicpmv4_7": build_minicpmv4_7,
     "vipllava": build_vipllava,
