@@ -30,6 +30,7 @@ class Conventions:
     image_placeholder: str = ""
     interleaved: bool = False  # the processor takes each prompt as a list of text pieces and images (IDEFICS)
     max_images: int | None = None  # the images one prompt can carry (None: any number); one: passed unnested
+    one_at_a_time: bool = False  # prompts are not batched: padding them would change the answers
     stop_tokens: tuple[str, ...] = ()  # generation also stops at these, as the model card's `generate` call does
     banned_tokens: tuple[str, ...] = ()  # never generated (the model card's `bad_words_ids`)
     system_prompt: str | None = None  # a system turn of our own (None: the template's default, if any)
@@ -85,6 +86,46 @@ FAMILIES: dict[str, Conventions] = {
                                  "opens the first user turn)"),
     "internvl": Conventions(source="OpenGVLab/InternVL3-1B-hf: " + _TEMPLATE),
     "mllama": Conventions(source="meta-llama/Llama-3.2-11B-Vision-Instruct: " + _TEMPLATE + " (it writes the BOS)"),
+    # -- no chat template: the model card's text ----------------------------------------------------------------
+    "blip": Conventions(chat_template=False, prompt_format=None, max_images=1,
+                        source="Salesforce/blip-image-captioning-base's model card: unconditional captioning, "
+                               "`processor(image)`",
+                        question="not given: an image captioner answers every sample with a caption of its image "
+                                 "(meaningful for caption benchmarks only)"),
+    "blip-2": Conventions(chat_template=False, prompt_format="Question: {prompt} Answer:", max_images=1,
+                          source="Salesforce/blip2-opt-2.7b's model card: `Question: … Answer:`"),
+    # its processor pads the Q-Former's text on the language model's side: left padding would shift the Q-Former's
+    # absolute positions, so its prompts are answered one at a time
+    "instructblip": Conventions(chat_template=False, max_images=1, one_at_a_time=True,
+                                source="Salesforce/instructblip-vicuna-7b's model card: the instruction as the text"),
+    "git": Conventions(chat_template=False, prompt_format="[CLS]{prompt}", call_kwargs={"add_special_tokens": False},
+                       max_images=1,
+                       source="transformers' GIT docs (microsoft/git-base-textvqa): [CLS] and the question's tokens, "
+                              "no [SEP]"),
+    # its processor puts the image tokens at a fixed place in each row, right after the BOS: a left-padded batch
+    # would move them, so its prompts are answered one at a time
+    "kosmos-2": Conventions(chat_template=False, prompt_format="<grounding> Question: {prompt} Answer:", max_images=1,
+                            one_at_a_time=True, source="microsoft/kosmos-2-patch14-224's model card: its grounded question answering "
+                                   "prompt"),
+    "florence2": Conventions(chat_template=False, prompt_format="<CAPTION>", max_images=1,
+                             source="microsoft/Florence-2-base's model card: the `<CAPTION>` task token",
+                             question="replaced by the `<CAPTION>` task: Florence-2 takes task tokens, not questions "
+                                      "(meaningful for caption benchmarks only)"),
+    "chameleon": Conventions(chat_template=False, prompt_format="{prompt}{images}", image_placeholder="<image>",
+                             source="facebook/chameleon-7b's model card: the question, then `<image>` per image"),
+    "idefics": Conventions(chat_template=False, interleaved=True,
+                           prompt_format="User:{images}{prompt}<end_of_utterance>\nAssistant:",
+                           stop_tokens=("<end_of_utterance>",), banned_tokens=("<image>", "<fake_token_around_image>"),
+                           source="HuggingFaceM4/idefics-9b-instruct's model card: `User:`, the image, the question "
+                                  "and `<end_of_utterance>`, `\nAssistant:`; generation stops at `<end_of_utterance>` "
+                                  "and never writes image tokens"),
+    "got_ocr2": Conventions(chat_template=False, prompt_format=None, max_images=1, stop_tokens=("<|im_end|>",),
+                            source="transformers' GOT-OCR 2.0 docs: `processor(image)` (its own plain-OCR prompt), "
+                                   "generation stopping at `<|im_end|>`",
+                            question="not given: GOT-OCR 2.0 reads out the text of the image for every sample "
+                                     "(meaningful for OCR benchmarks only)"),
+    "fuyu": Conventions(chat_template=False, prompt_format="{prompt}\n", max_images=1,
+                        source="adept/fuyu-8b's model card: the question and a newline"),
     # its model computes M-RoPE from mm_token_type_ids, which its processor returns only when asked
     "cosmos3_edge": Conventions(call_kwargs={"return_mm_token_type_ids": True},
                                 source="transformers' Cosmos3-Edge code: " + _TEMPLATE + ", asking the processor for the "

@@ -176,7 +176,9 @@ class HFModel:
 
     def _generation_arguments(self) -> dict[str, Any]:
         """`generate`'s arguments beyond greedy decoding: the family's extra stop tokens and banned tokens."""
-        arguments: dict[str, Any] = {"pad_token_id": self.tokenizer.pad_token_id}
+        if self.model.generation_config.pad_token_id is None:  # some families' generate() passes it on itself
+            self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
+        arguments: dict[str, Any] = {}
         token_id = self.tokenizer.convert_tokens_to_ids
         if self.conventions.stop_tokens:
             eos = self.model.generation_config.eos_token_id
@@ -237,7 +239,10 @@ class HFModel:
         the family takes is answered with an error instead."""
         refusals = [too_many_images(r, self.conventions) for r in requests]
         answerable = [r for r, why in zip(requests, refusals) if why is None]
-        answers = iter(self._answer(answerable) if answerable else [])
+        if self.conventions.one_at_a_time:
+            answers = iter([a for r in answerable for a in self._answer([r])])
+        else:
+            answers = iter(self._answer(answerable) if answerable else [])
         return [Response(text="", error=why) if why else next(answers) for why in refusals]
 
     def _answer(self, requests: Sequence[Request]) -> list[Response]:

@@ -524,7 +524,7 @@ def _minicpmv(version: str) -> tuple[Any, Any]:
              "image_id_start_token": "<image_id>", "image_id_end_token": "</image_id>"}
     made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
                           **marks)
-    image_processor = getattr(transformers, "MiniCPMV4_6ImageProcessor")(scale_resolution=56, max_slice_nums=1,
+    image_processor = transformers.MiniCPMV4_6ImageProcessor(scale_resolution=56, max_slice_nums=1,
                                                                          slice_mode=False)
     processor = processor_of(f"MiniCPMV{version}Processor", image_processor=image_processor, tokenizer=made,
                              chat_template=chatml("<|image_pad|>"))

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm.models.tiny import ensure_built
+from pytest_mllm.models.tiny import tiny_llava_parts
 from pytest_mllm.models.tiny_chat_families import CHAT_FAMILIES
+from pytest_mllm.models.tiny_prompted_families import PROMPTED_FAMILIES
 from pytest_mllm.models.tiny_parts import (CLIP, QWEN_TOKENS, SIGLIP, VISION_WIDTH, WIDTH, greedy, qwen_vl,
                                               text_config, tiny_tokenizer, token_ids)
 
@@ -384,13 +386,13 @@ def build_mllama() -> tuple[Any, Any]:
     return greedy(model, tokenizer, [eot, end_of_text]), processor
 
 
-FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {
-    **CHAT_FAMILIES,
-    "qwen2-vl": build_qwen2_vl,
-    "qwen2.5-vl": build_qwen2_5_vl,
-    "qwen3-vl": build_qwen3_vl,
-    "llava-onevision": build_llava_onevision,
-    "llava-next": build_llava_next,
+FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's model_type
+    "llava": tiny_llava_parts,
+    "qwen2_vl": build_qwen2_vl,
+    "qwen2_5_vl": build_qwen2_5_vl,
+    "qwen3_vl": build_qwen3_vl,
+    "llava_onevision": build_llava_onevision,
+    "llava_next": build_llava_next,
     "idefics2": build_idefics2,
     "idefics3": build_idefics3,
     "smolvlm": build_smolvlm,
@@ -398,4 +400,6 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {
     "gemma3": build_gemma3,
     "internvl": build_internvl,
     "mllama": build_mllama,
+    **CHAT_FAMILIES,
+    **PROMPTED_FAMILIES,
 }

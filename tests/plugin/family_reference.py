@@ -55,7 +55,7 @@ CARDS: dict[str, Card] = {
     # Salesforce/instructblip-vicuna-7b: the instruction itself
     "instructblip": Card("{q}", one_image=True),
     # microsoft/kosmos-2-patch14-224: "<grounding>" before the text
-    "kosmos-2": Card("<grounding>Question: {q} Answer:", one_image=True),
+    "kosmos-2": Card("<grounding> Question: {q} Answer:", one_image=True),
     # microsoft/Florence-2-base: a task token; "<CAPTION>" for a caption
     "florence2": Card("<CAPTION>", one_image=True),
     # facebook/chameleon-7b: the question, then "<image>"
