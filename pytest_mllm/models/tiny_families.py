@@ -24,6 +24,7 @@ from pytest_mllm.models.tiny import ensure_built
 from pytest_mllm.models.tiny import tiny_llava_parts
 from pytest_mllm.models.tiny_chat_families import CHAT_FAMILIES
 from pytest_mllm.models.tiny_prompted_families import PROMPTED_FAMILIES
+from pytest_mllm.models.tiny_torchvision_families import CHAT_TORCHVISION_FAMILIES
 from pytest_mllm.models.tiny_parts import (CLIP, QWEN_TOKENS, SIGLIP, VISION_WIDTH, WIDTH, greedy, qwen_vl,
                                               text_config, tiny_tokenizer, token_ids)
 
@@ -402,4 +403,5 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's
     "mllama": build_mllama,
     **CHAT_FAMILIES,
     **PROMPTED_FAMILIES,
+    **CHAT_TORCHVISION_FAMILIES,
 }

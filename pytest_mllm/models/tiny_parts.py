@@ -167,7 +167,8 @@ _SMALL = {"num_key_value_heads": 2, "head_dim": 8, "qk_rope_head_dim": 8, "qk_no
           "linear_num_key_heads": 2, "num_experts": 4, "n_routed_experts": 4, "num_local_experts": 4,
           "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "n_shared_experts": 1, "first_k_dense_replace": 1,
           "max_position_embeddings": 2048, "initializer_range": 0.2, "kv_channels": 8, "linear_head_dim": 8,
-          "linear_num_heads": 4, "moe_num_experts": 4, "moe_k": 2, "moe_topk": 2, "moe_num_shared_experts": 1}
+          "linear_num_heads": 4, "moe_num_experts": 4, "moe_k": 2, "moe_topk": 2, "moe_num_shared_experts": 1,
+          "index_head_dim": 8, "index_n_heads": 2}
 _LAYER_LISTS = ("layer_types", "mlp_layer_types", "indexer_types")
 
 

@@ -1,0 +1,155 @@
+"""Tiny random models of the families whose image processors need torchvision (transformers 5
+has no PIL version of them), or whose vision towers come from timm: built and checked only where
+torchvision (and timm) are installed.
+
+See `models/tiny_families.py` for what a tiny family model is and how it is built; the checkpoint
+each imitates is named next to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_mllm.models.tiny_parts import (QWEN_TOKENS, WIDTH, assemble, chat_template, chatml, merged, processor_of,
+                                           tiny_config, tiny_tokenizer, token_ids)
+
+
+def build_llama4() -> tuple[Any, Any]:
+    # meta-llama/Llama-4-Scout-17B-16E-Instruct: "<|header_start|>user<|header_end|>\n\n…<|eot|>" after its BOS; a
+    # 28-pixel tile of 2 x 2 patches, pixel-shuffled into one <|patch|>
+    from transformers import Llama4Config, Llama4ImageProcessor
+
+    marks = ["<|image|>", "<|image_start|>", "<|image_end|>", "<|patch|>", "<|tile_x_separator|>",
+             "<|tile_y_separator|>"]
+    made = tiny_tokenizer(["<|begin_of_text|>", "<|end_of_text|>", "<|header_start|>", "<|header_end|>", "<|eot|>",
+                           "<|finetune_right_pad|>", *marks], bos="<|begin_of_text|>", eos="<|eot|>",
+                          pad="<|finetune_right_pad|>", adds_bos=True)
+    roles = {role: (f"<|header_start|>{role}<|header_end|>\n\n", "<|eot|>") for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="<|image|>", generation="<|header_start|>assistant<|header_end|>\n\n",
+                             bos="<|begin_of_text|>", trim=True)
+    image_processor = Llama4ImageProcessor(size={"height": 28, "width": 28}, max_patches=2)
+    processor = processor_of("Llama4Processor", image_processor=image_processor, tokenizer=made, patch_size=14,
+                             chat_template=template)
+    patch, start, end, eos, eot, pad = token_ids(made, "<|patch|>", "<|image_start|>", "<|image_end|>",
+                                                 "<|end_of_text|>", "<|eot|>", "<|finetune_right_pad|>")
+    config = tiny_config(Llama4Config, {
+        "vision_config": {"image_size": 28, "patch_size": 14, "vision_output_dim": WIDTH, "projector_input_dim": WIDTH,
+                          "projector_output_dim": WIDTH, "pixel_shuffle_ratio": 0.5,
+                          "intermediate_size": 4 * WIDTH},  # the shuffled patches feed its adapter
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": [eos, eot],
+                        "pad_token_id": pad, "intermediate_size_mlp": 2 * WIDTH, "attention_chunk_size": 64,
+                        "moe_layers": [1], "no_rope_layers": [1, 0]},
+        "image_token_index": patch, "boi_token_index": start, "eoi_token_index": end})
+    return assemble("Llama4ForConditionalGeneration", config, made, processor, ["<|eot|>", "<|end_of_text|>"])
+
+
+_MISTRAL_TOKENS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[IMG]", "[IMG_BREAK]", "[IMG_END]",
+                   "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"]
+# mistralai/Mistral-Small-3.1-24B-Instruct-2503: "<s>[INST][IMG]…text[/INST]"
+_MISTRAL_TEMPLATE = chat_template({"system": ("[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"), "user": ("[INST]", "[/INST]"),
+                                   "assistant": ("", "</s>")}, image="[IMG]", generation="", bos="<s>")
+
+
+def _pixtral_family(config_name: str, model_name: str, template: str, changes: dict[str, Any],
+                    merge: int = 2) -> tuple[Any, Any]:
+    """A Pixtral vision tower's family: 16-pixel patches, merged `merge` x `merge`, rows ended by [IMG_BREAK]."""
+    import transformers
+    from transformers import PixtralImageProcessor
+
+    made = tiny_tokenizer(_MISTRAL_TOKENS, bos="<s>", eos="</s>", pad="<unk>", unk="<unk>")
+    image_processor = PixtralImageProcessor(size={"longest_edge": 64}, patch_size={"height": 16, "width": 16})
+    processor = processor_of("PixtralProcessor", image_processor=image_processor, tokenizer=made, patch_size=16,
+                             spatial_merge_size=merge, chat_template=template)
+    image, eos, pad = token_ids(made, "[IMG]", "</s>", "<unk>")
+    settings = {"vision_config": {"image_size": 64, "patch_size": 16, "head_dim": 8},
+                "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                                "pad_token_id": pad, "head_dim": 8},
+                "image_token_index": image, "spatial_merge_size": merge}
+    config = tiny_config(getattr(transformers, config_name), merged(settings, changes))
+    return assemble(model_name, config, made, processor, ["</s>"])
+
+
+def build_mistral3() -> tuple[Any, Any]:
+    return _pixtral_family("Mistral3Config", "Mistral3ForConditionalGeneration", _MISTRAL_TEMPLATE, {})
+
+
+def build_mistral_large4() -> tuple[Any, Any]:
+    # mistralai/Mistral-Large-3: Mistral's turns; a DeepSeek-V3-shaped text model
+    return _pixtral_family("MistralLarge4Config", "MistralLarge4ForConditionalGeneration", _MISTRAL_TEMPLATE,
+                           {"text_config": {"num_key_value_heads": 4, "kv_source_layers": None}})
+
+
+def build_lighton_ocr() -> tuple[Any, Any]:
+    # lightonai/LightOnOCR-1B-1025: ChatML turns, a Pixtral tower's patches merged 2 x 2 into image tokens
+    from transformers import LightOnOcrConfig, PixtralImageProcessor
+
+    marks = {"image_token": "<|image_pad|>", "image_break_token": "<|vision_pad|>", "image_end_token": "<|vision_end|>"}
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
+                          **marks)
+    image_processor = PixtralImageProcessor(size={"longest_edge": 56}, patch_size={"height": 14, "width": 14})
+    processor = processor_of("LightOnOcrProcessor", image_processor=image_processor, tokenizer=made, patch_size=14,
+                             spatial_merge_size=2, chat_template=chatml("<|image_pad|>"))
+    image, eos, pad = token_ids(made, "<|image_pad|>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(LightOnOcrConfig, {
+        "vision_config": {"image_size": 56, "patch_size": 14, "head_dim": 8},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
+        "image_token_id": image})
+    return assemble("LightOnOcrForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_lfm2_vl() -> tuple[Any, Any]:
+    # LiquidAI/LFM2-VL-450M: ChatML turns after <|startoftext|>, "<image>" per image; one 64-pixel tile of 4 x 4
+    # patches, downsampled 2 x 2 into 4 tokens, between its start and end marks
+    from transformers import Lfm2VlConfig, Lfm2VlImageProcessor
+
+    made = tiny_tokenizer(["<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>",
+                           "<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"], bos="<|startoftext|>",
+                          eos="<|im_end|>", pad="<|pad|>", adds_bos=False, image_token="<image>")
+    image_processor = Lfm2VlImageProcessor(do_image_splitting=False, min_image_tokens=1, max_image_tokens=4,
+                                           encoder_patch_size=16, tile_size=64, size={"height": 64, "width": 64})
+    processor = processor_of("Lfm2VlProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=chatml("<image>", bos="<|startoftext|>"))
+    image, eos, pad = token_ids(made, "<image>", "<|im_end|>", "<|pad|>")
+    config = tiny_config(Lfm2VlConfig, {
+        "vision_config": {"patch_size": 16, "num_patches": 16},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad},
+        "image_token_id": image})
+    return assemble("Lfm2VlForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_cohere2_vision() -> tuple[Any, Any]:
+    # CohereLabs/command-a-vision-07-2025: Command-R's turns, "<|IMG_PATCH|>" per image; one 32-pixel tile of 4 x 4
+    # patches downsampled 2 x 2 into 4 tokens, with its thumbnail
+    from transformers import Cohere2VisionConfig, Cohere2VisionImageProcessor
+
+    marks = {"image_token": "<|IMG_PATCH|>", "boi_token": "<|START_OF_IMG|>", "eoi_token": "<|END_OF_IMG|>",
+             "img_line_break_token": "<|IMG_LINE_BREAK|>"}
+    start, end = "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"
+    made = tiny_tokenizer(["<PAD>", "<UNK>", "<BOS_TOKEN>", end, start, "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
+                           "<|SYSTEM_TOKEN|>", *marks.values()], bos="<BOS_TOKEN>", eos=end, pad="<PAD>",
+                          **marks)
+    roles = {"system": (start + "<|SYSTEM_TOKEN|>", end), "user": (start + "<|USER_TOKEN|>", end),
+             "assistant": (start + "<|CHATBOT_TOKEN|>", end)}
+    template = chat_template(roles, image="<|IMG_PATCH|>", generation=start + "<|CHATBOT_TOKEN|>", bos="<BOS_TOKEN>")
+    image_processor = Cohere2VisionImageProcessor(size={"height": 32, "width": 32}, max_patches=2,
+                                                  patch_size=2)  # tokens per side of a tile
+    processor = processor_of("Cohere2VisionProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    image, eos, pad = token_ids(made, "<|IMG_PATCH|>", end, "<PAD>")
+    config = tiny_config(Cohere2VisionConfig, {
+        "vision_config": {"image_size": 32, "patch_size": 8, "vision_use_head": False},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "sliding_window": 64},
+        "image_token_id": image, "alignment_intermediate_size": 2 * WIDTH})
+    return assemble("Cohere2VisionForConditionalGeneration", config, made, processor, [end])
+
+
+CHAT_TORCHVISION_FAMILIES = {
+    "mistral_large4": build_mistral_large4,
+    "lighton_ocr": build_lighton_ocr,
+    "lfm2_vl": build_lfm2_vl,
+    "cohere2_vision": build_cohere2_vision,
+    "llama4": build_llama4,
+    "mistral3": build_mistral3,
+}
