@@ -145,7 +145,81 @@ def build_cohere2_vision() -> tuple[Any, Any]:
     return assemble("Cohere2VisionForConditionalGeneration", config, made, processor, [end])
 
 
+def build_molmo2() -> tuple[Any, Any]:
+    # allenai/Molmo2-4B: ChatML turns, "<|image|>" per image; one 28-pixel crop of 2 x 2 patches pooled into one
+    # token, and its low-resolution view
+    from transformers import Molmo2Config, Molmo2ImageProcessor
+
+    marks = ["<im_start>", "<im_end>", "<im_patch>", "<im_col>", "<low_res_im_start>", "<frame_start>", "<frame_end>",
+             "<im_low>", "<|image|>", "<|video|>"]
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + marks, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
+    image_processor = Molmo2ImageProcessor(size={"height": 28, "width": 28}, max_crops=1, overlap_margins=[0, 0])
+    processor = processor_of("Molmo2Processor", image_processor=image_processor, tokenizer=made,
+                             chat_template=chatml("<|image|>"))
+    start, end, patch, low, frame_start, frame_end, eos, pad = token_ids(
+        made, "<im_start>", "<im_end>", "<im_patch>", "<low_res_im_start>", "<frame_start>", "<frame_end>",
+        "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(Molmo2Config, {
+        "vision_config": {"image_size": [28, 28], "patch_size": 14, "num_position_embeddings": 4, "head_dim": 8},
+        "adapter_config": {"vision_feature_layer": [1, 0], "text_hidden_size": WIDTH, "head_dim": 8},
+        "text_config": {"vocab_size": len(made), "additional_vocab_size": 0, "eos_token_id": eos, "pad_token_id": pad},
+        "image_start_token_id": start, "low_res_image_start_token_id": low, "image_end_token_id": end,
+        "image_patch_id": patch, "frame_start_token_id": frame_start, "frame_end_token_id": frame_end})
+    return assemble("Molmo2ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_kimi_k25() -> tuple[Any, Any]:
+    # moonshotai/Kimi-K2.5: "<|im_user|>user<|im_middle|>…<|im_end|><|im_assistant|>assistant<|im_middle|>", each
+    # image as <|media_pad|> between its media marks; a DeepSeek-V3-shaped text model
+    from transformers import Kimi_K25Config, Kimi_K25ImageProcessor
+
+    marks = ["<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>", "<|kimi_k25_video_placeholder|>"]
+    made = tiny_tokenizer(["[BOS]", "[EOS]", "[PAD]", "<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>",
+                           "<|im_middle|>", *marks], bos="[BOS]", eos="<|im_end|>", pad="[PAD]")
+    roles = {role: (f"<|im_{role if role != 'assistant' else 'assistant'}|>{role}<|im_middle|>", "<|im_end|>")
+             for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="<|media_start|>image<|media_content|><|media_pad|><|media_end|>",
+                             generation="<|im_assistant|>assistant<|im_middle|>")
+    image_processor = Kimi_K25ImageProcessor(size={"max_height": 56, "max_width": 56})
+    processor = processor_of("Kimi_K25Processor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    image, video, start, end, eos, pad = token_ids(made, "<|media_pad|>", "<|kimi_k25_video_placeholder|>",
+                                                   "<|media_start|>", "<|media_end|>", "<|im_end|>", "[PAD]")
+    config = tiny_config(Kimi_K25Config, {
+        "vision_config": {"patch_size": 14, "pos_emb_height": 8, "pos_emb_width": 8},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "num_key_value_heads": 4},
+        "projection_hidden_size": WIDTH, "image_token_id": image, "video_token_id": video,
+        "vision_start_token_id": start, "vision_end_token_id": end})
+    return assemble("Kimi_K25ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_step3p7() -> tuple[Any, Any]:
+    # stepfun-ai/Step3-VL: "<|BOT|>user\n<im_patch>…<|EOT|><|BOT|>assistant\n"; a 56-pixel global view of 4 x 4
+    # patches downsampled 4 x 4 into one token, 56-pixel local crops likewise
+    from transformers import Step3p7Config, Step3p7ImageProcessor
+
+    marks = ["<im_patch>", "<im_start>", "<im_end>", "<patch_start>", "<patch_end>", "<patch_newline>"]
+    made = tiny_tokenizer(["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<|BOT|>", "<|EOT|>", "<unk>", *marks],
+                          bos="<｜begin▁of▁sentence｜>", eos="<|EOT|>", pad="<unk>")
+    roles = {role: (f"<|BOT|>{role}\n", "<|EOT|>") for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="<im_patch>", generation="<|BOT|>assistant\n", bos="<｜begin▁of▁sentence｜>")
+    image_processor = Step3p7ImageProcessor(size={"height": 56, "width": 56}, patch_size=56, max_image_size=112)
+    processor = processor_of("Step3p7Processor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    patch, eos, pad = token_ids(made, "<im_patch>", "<|EOT|>", "<unk>")
+    config = tiny_config(Step3p7Config, {
+        "vision_config": {"image_size": 56, "patch_size": 14, "max_position_embeddings": 16, "mlp_ratio": 2.0},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "share_expert_dim": WIDTH, "sliding_window": 64},
+        "image_token_id": patch})
+    return assemble("Step3p7ForConditionalGeneration", config, made, processor, ["<|EOT|>"])
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "step3p7": build_step3p7,
+    "kimi_k25": build_kimi_k25,
+    "molmo2": build_molmo2,
     "mistral_large4": build_mistral_large4,
     "lighton_ocr": build_lighton_ocr,
     "lfm2_vl": build_lfm2_vl,

@@ -12,10 +12,10 @@ A family with a chat template (most of them):
 
 A family without one is called as its model card shows (`CARDS`: the text, where the images go, the
 card's extra `generate` arguments). An encoder-decoder's `generate` returns the answer alone, and the
-cards decode all of it. On a machine without torchvision, a processor that declares a video processor
-cannot be loaded whole (transformers 5 needs torchvision for any video processor): it is then
-assembled from its saved parts, its video processor a stand-in that is never called (its class check
-skipped), which changes nothing for images.
+cards decode all of it. A processor that declares a video processor cannot be loaded whole on a machine without torchvision
+(transformers 5 needs torchvision for any video processor), nor from a folder that saved none (the tiny
+models): it is then assembled from its saved parts, its video processor a stand-in that is never
+called (its class check skipped), which changes nothing for images.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def documented_processor(folder: Path) -> Any:
     """`AutoProcessor.from_pretrained(folder)`, or its parts without a video processor (no torchvision)."""
     saved = json.loads((folder / "processor_config.json").read_text())
     processor_class = getattr(transformers, saved.pop("processor_class"))
-    if is_torchvision_available() or "video_processor" not in processor_class.get_attributes():
+    has_video = "video_processor" in saved or (folder / "video_preprocessor_config.json").exists()
+    if "video_processor" not in processor_class.get_attributes() or (has_video and is_torchvision_available()):
         return AutoProcessor.from_pretrained(folder)
 
     class WithoutVideoCheck(processor_class):  # type: ignore[misc,valid-type]
