@@ -235,11 +235,11 @@ def build_aya_vision() -> tuple[Any, Any]:
     return assemble("AyaVisionForConditionalGeneration", config, made, processor, ["<|END_OF_TURN_TOKEN|>"])
 
 
-_DEEPSEEK_BOS, _DEEPSEEK_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+DEEPSEEK_BOS, DEEPSEEK_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 # deepseek-community/deepseek-vl-1.3b-chat: "User: <image_placeholder>text\n\nAssistant:"
 _DEEPSEEK_VL_TEMPLATE = chat_template({"system": ("", "\n\n"), "user": ("User: ", "\n\n"),
-                                       "assistant": ("Assistant: ", _DEEPSEEK_EOS)},
-                                      image="<image_placeholder>", generation="Assistant:", bos=_DEEPSEEK_BOS)
+                                       "assistant": ("Assistant: ", DEEPSEEK_EOS)},
+                                      image="<image_placeholder>", generation="Assistant:", bos=DEEPSEEK_BOS)
 
 
 def _deepseek_vl(config_name: str, model_name: str, processor_name: str, image_processor: Any,
@@ -247,16 +247,16 @@ def _deepseek_vl(config_name: str, model_name: str, processor_name: str, image_p
     """DeepSeek-VL: a 32-pixel image of 2 x 2 patches becomes 4 image tokens."""
     import transformers
 
-    made = tiny_tokenizer([_DEEPSEEK_BOS, _DEEPSEEK_EOS, "<image_placeholder>", "<｜▁pad▁｜>"], bos=_DEEPSEEK_BOS,
-                          eos=_DEEPSEEK_EOS, pad="<｜▁pad▁｜>", adds_bos=False, image_token="<image_placeholder>")
+    made = tiny_tokenizer([DEEPSEEK_BOS, DEEPSEEK_EOS, "<image_placeholder>", "<｜▁pad▁｜>"], bos=DEEPSEEK_BOS,
+                          eos=DEEPSEEK_EOS, pad="<｜▁pad▁｜>", adds_bos=False, image_token="<image_placeholder>")
     processor = processor_of(processor_name, image_processor=image_processor, tokenizer=made,
                              chat_template=_DEEPSEEK_VL_TEMPLATE, num_image_tokens=4)
-    image, eos, pad = token_ids(made, "<image_placeholder>", _DEEPSEEK_EOS, "<｜▁pad▁｜>")
+    image, eos, pad = token_ids(made, "<image_placeholder>", DEEPSEEK_EOS, "<｜▁pad▁｜>")
     config = tiny_config(getattr(transformers, config_name), merged({
         "vision_config": {"image_size": 32, "patch_size": 16}, "image_token_id": image,
         "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
                         "bos_token_id": made.bos_token_id}}, changes))
-    return assemble(model_name, config, made, processor, [_DEEPSEEK_EOS])
+    return assemble(model_name, config, made, processor, [DEEPSEEK_EOS])
 
 
 def build_deepseek_vl() -> tuple[Any, Any]:
@@ -283,14 +283,14 @@ def build_janus() -> tuple[Any, Any]:
     # deepseek-community/Janus-Pro-1B: "<|User|>: <image_placeholder>\ntext\n\n<|Assistant|>:" after the BOS
     from transformers import JanusConfig, JanusImageProcessor
 
-    made = tiny_tokenizer([_DEEPSEEK_BOS, _DEEPSEEK_EOS, "<image_placeholder>", "<begin_of_image>", "<end_of_image>",
-                           "<｜▁pad▁｜>"], bos=_DEEPSEEK_BOS, eos=_DEEPSEEK_EOS, pad="<｜▁pad▁｜>",
+    made = tiny_tokenizer([DEEPSEEK_BOS, DEEPSEEK_EOS, "<image_placeholder>", "<begin_of_image>", "<end_of_image>",
+                           "<｜▁pad▁｜>"], bos=DEEPSEEK_BOS, eos=DEEPSEEK_EOS, pad="<｜▁pad▁｜>",
                           image_token="<image_placeholder>", boi_token="<begin_of_image>", eoi_token="<end_of_image>")
-    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", _DEEPSEEK_EOS)}
-    template = chat_template(roles, image="<image_placeholder>\n", generation="<|Assistant|>:", bos=_DEEPSEEK_BOS)
+    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", DEEPSEEK_EOS)}
+    template = chat_template(roles, image="<image_placeholder>\n", generation="<|Assistant|>:", bos=DEEPSEEK_BOS)
     processor = processor_of("JanusProcessor", image_processor=JanusImageProcessor(size={"height": 32, "width": 32}),
                              tokenizer=made, chat_template=template, num_image_tokens=4)
-    image, eos, pad = token_ids(made, "<image_placeholder>", _DEEPSEEK_EOS, "<｜▁pad▁｜>")
+    image, eos, pad = token_ids(made, "<image_placeholder>", DEEPSEEK_EOS, "<｜▁pad▁｜>")
     config = tiny_config(JanusConfig, {
         "vision_config": {"image_size": 32, "patch_size": 16, "num_image_tokens": 4},
         "vq_config": {"num_embeddings": 16, "base_channels": 32, "latent_channels": 32, "embed_dim": 8,
@@ -298,7 +298,7 @@ def build_janus() -> tuple[Any, Any]:
                       "image_token_embed_dim": WIDTH},
         "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad,
                         "bos_token_id": made.bos_token_id}, "image_token_id": image})
-    return assemble("JanusForConditionalGeneration", config, made, processor, [_DEEPSEEK_EOS])
+    return assemble("JanusForConditionalGeneration", config, made, processor, [DEEPSEEK_EOS])
 
 
 def build_ovis2() -> tuple[Any, Any]:
@@ -514,9 +514,11 @@ def build_video_llava() -> tuple[Any, Any]:
                        vision_feature_select_strategy="default", num_additional_image_tokens=1)
 
 
-def _minicpmv(version: str) -> tuple[Any, Any]:
-    """MiniCPM-V 4.6 and 4.7 (openbmb/MiniCPM-V-4.6): ChatML turns, the image between its marks; 56-pixel images
-    (the scale resolution) of 4 x 4 patches merged 16 times into one token, not sliced."""
+def minicpmv(processor_name: str, config_name: str, model_name: str, image_processor_name: str, *,
+             scale: int) -> tuple[Any, Any]:
+    """MiniCPM-V 4.6, 4.7 and MiniCPM-OCR (openbmb/MiniCPM-V-4.6): ChatML turns, the image between its marks;
+    images of `scale` pixels (the scale resolution) merged into one token (16 times for MiniCPM-V, 4 times for
+    MiniCPM-OCR), not sliced."""
     import transformers
 
     marks = {"image_token": "<|image_pad|>", "video_token": "<|video_pad|>", "image_start_token": "<image>",
@@ -524,24 +526,26 @@ def _minicpmv(version: str) -> tuple[Any, Any]:
              "image_id_start_token": "<image_id>", "image_id_end_token": "</image_id>"}
     made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
                           **marks)
-    image_processor = transformers.MiniCPMV4_6ImageProcessor(scale_resolution=56, max_slice_nums=1,
-                                                                         slice_mode=False)
-    processor = processor_of(f"MiniCPMV{version}Processor", image_processor=image_processor, tokenizer=made,
+    image_processor = getattr(transformers, image_processor_name)(scale_resolution=scale, max_slice_nums=1,
+                                                                  slice_mode=False)
+    processor = processor_of(processor_name, image_processor=image_processor, tokenizer=made,
                              chat_template=chatml("<|image_pad|>"))
     image, video, eos, pad = token_ids(made, "<|image_pad|>", "<|video_pad|>", "<|im_end|>", "<|endoftext|>")
-    config = tiny_config(getattr(transformers, f"MiniCPMV{version}Config"), {
-        "vision_config": {"image_size": 56, "patch_size": 14}, "image_size": 56, "insert_layer_id": 0,
+    config = tiny_config(getattr(transformers, config_name), {
+        "vision_config": {"image_size": scale, "patch_size": 14}, "insert_layer_id": 0,
         "text_config": {**_HYBRID, "vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
         "image_token_id": image, "video_token_id": video})
-    return assemble(f"MiniCPMV{version}ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+    return assemble(model_name, config, made, processor, ["<|im_end|>"])
 
 
 def build_minicpmv4_6() -> tuple[Any, Any]:
-    return _minicpmv("4_6")
+    return minicpmv("MiniCPMV4_6Processor", "MiniCPMV4_6Config", "MiniCPMV4_6ForConditionalGeneration",
+                    "MiniCPMV4_6ImageProcessor", scale=56)
 
 
 def build_minicpmv4_7() -> tuple[Any, Any]:
-    return _minicpmv("4_7")
+    return minicpmv("MiniCPMV4_7Processor", "MiniCPMV4_7Config", "MiniCPMV4_7ForConditionalGeneration",
+                    "MiniCPMV4_6ImageProcessor", scale=56)
 
 
 def build_paddleocr_vl() -> tuple[Any, Any]:
@@ -617,14 +621,14 @@ def build_deepseek_ocr2() -> tuple[Any, Any]:
     # processor's tile size, the smaller of the model's two query sets: 144 tokens), no local crops
     from transformers import DeepseekOcr2Config, DeepseekOcr2ImageProcessor
 
-    made = tiny_tokenizer([_DEEPSEEK_BOS, _DEEPSEEK_EOS, "<image>", "<｜▁pad▁｜>"], bos=_DEEPSEEK_BOS, eos=_DEEPSEEK_EOS,
+    made = tiny_tokenizer([DEEPSEEK_BOS, DEEPSEEK_EOS, "<image>", "<｜▁pad▁｜>"], bos=DEEPSEEK_BOS, eos=DEEPSEEK_EOS,
                           pad="<｜▁pad▁｜>", adds_bos=False, image_token="<image>")
-    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", _DEEPSEEK_EOS)}
-    template = chat_template(roles, image="<image>\n", generation="<|Assistant|>:", bos=_DEEPSEEK_BOS)
+    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", DEEPSEEK_EOS)}
+    template = chat_template(roles, image="<image>\n", generation="<|Assistant|>:", bos=DEEPSEEK_BOS)
     image_processor = DeepseekOcr2ImageProcessor(size={"height": 768, "width": 768}, crop_to_patches=False)
     processor = processor_of("DeepseekOcr2Processor", image_processor=image_processor, tokenizer=made,
                              chat_template=template)
-    image, eos, pad = token_ids(made, "<image>", _DEEPSEEK_EOS, "<｜▁pad▁｜>")
+    image, eos, pad = token_ids(made, "<image>", DEEPSEEK_EOS, "<｜▁pad▁｜>")
     config = tiny_config(DeepseekOcr2Config, {
         "vision_config": {"sam_config": {"image_size": 768, "patch_size": 16, "global_attn_indexes": [1],
                                          "window_size": 4, "downsample_channels": [WIDTH, WIDTH], "mlp_dim": 2 * WIDTH},
@@ -633,7 +637,7 @@ def build_deepseek_ocr2() -> tuple[Any, Any]:
                         "bos_token_id": made.bos_token_id, "mlp_layer_types": ["dense", "sparse"],
                         "num_experts_per_tok": 2},
         "image_token_id": image})
-    return assemble("DeepseekOcr2ForConditionalGeneration", config, made, processor, [_DEEPSEEK_EOS])
+    return assemble("DeepseekOcr2ForConditionalGeneration", config, made, processor, [DEEPSEEK_EOS])
 
 
 CHAT_FAMILIES = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_mllm.models.tiny_chat_families import DEEPSEEK_BOS, DEEPSEEK_EOS, minicpmv
 from pytest_mllm.models.tiny_parts import (QWEN_TOKENS, WIDTH, assemble, chat_template, chatml, merged, processor_of,
                                            tiny_config, tiny_tokenizer, token_ids)
 
@@ -216,7 +217,37 @@ def build_step3p7() -> tuple[Any, Any]:
     return assemble("Step3p7ForConditionalGeneration", config, made, processor, ["<|EOT|>"])
 
 
+def build_minicpm_ocr() -> tuple[Any, Any]:
+    return minicpmv("MiniCPMOcrProcessor", "MiniCPMOcrConfig", "MiniCPMOcrForConditionalGeneration",
+                    "MiniCPMOcrImageProcessor", scale=28)
+
+
+def build_unlimited_ocr() -> tuple[Any, Any]:
+    # the DeepSeek-OCR lineage: DeepSeek's turns, "<image>\n" per image; a 64-pixel global view of 4 x 4 SAM patches
+    # downsampled into one query and its row's end, no local crops
+    from transformers import UnlimitedOcrConfig, UnlimitedOcrImageProcessor
+
+    made = tiny_tokenizer([DEEPSEEK_BOS, DEEPSEEK_EOS, "<image>", "<｜▁pad▁｜>"], bos=DEEPSEEK_BOS, eos=DEEPSEEK_EOS,
+                          pad="<｜▁pad▁｜>", image_token="<image>")
+    roles = {"system": ("", "\n\n"), "user": ("<|User|>: ", "\n\n"), "assistant": ("<|Assistant|>: ", DEEPSEEK_EOS)}
+    template = chat_template(roles, image="<image>\n", generation="<|Assistant|>:", bos=DEEPSEEK_BOS)
+    image_processor = UnlimitedOcrImageProcessor(size={"height": 64, "width": 64}, tile_size=64, crop_to_patches=False)
+    processor = processor_of("UnlimitedOcrProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    image, eos, pad = token_ids(made, "<image>", DEEPSEEK_EOS, "<｜▁pad▁｜>")
+    config = tiny_config(UnlimitedOcrConfig, {
+        "vision_config": {"sam_config": {"image_size": 64, "patch_size": 16, "global_attn_indexes": [1],
+                                         "window_size": 2, "mlp_dim": 2 * WIDTH, "downsample_channels": [WIDTH, WIDTH]},
+                          "encoder_config": {"image_size": 64, "patch_size": 16}},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad},
+        "image_token_id": image})
+    return assemble("UnlimitedOcrForConditionalGeneration", config, made, processor, [DEEPSEEK_EOS])
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "minicpm_ocr": build_minicpm_ocr,
+    "unlimited_ocr": build_unlimited_ocr,
     "step3p7": build_step3p7,
     "kimi_k25": build_kimi_k25,
     "molmo2": build_molmo2,
