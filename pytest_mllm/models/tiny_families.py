@@ -343,6 +343,61 @@ def build_gemma3() -> tuple[Any, Any]:
     return greedy(model, tokenizer, [eos, end_of_turn]), processor
 
 
+def build_t5gemma2() -> tuple[Any, Any]:
+    # google/t5gemma-2-270m-270m: Gemma 3's processor and turns; an encoder-decoder (the encoder reads the image)
+    from transformers import Gemma3ImageProcessor, Gemma3Processor, T5Gemma2Config, T5Gemma2ForConditionalGeneration
+
+    from pytest_mllm.models.tiny_parts import tiny_config
+
+    tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
+              "<end_of_image>", "<image_soft_token>"]
+    tokenizer = tiny_tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True,
+                               image_token="<image_soft_token>", boi_token="<start_of_image>", eoi_token="<end_of_image>")
+    processor = Gemma3Processor(image_processor=Gemma3ImageProcessor(size={"height": 32, "width": 32}),
+                                tokenizer=tokenizer, image_seq_length=4, chat_template=GEMMA3_TEMPLATE)
+    image, boi, eoi, eos, end_of_turn = token_ids(tokenizer, "<image_soft_token>", "<start_of_image>",
+                                                  "<end_of_image>", "<eos>", "<end_of_turn>")
+    ids = {"vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id, "eos_token_id": [eos, end_of_turn],
+           "pad_token_id": tokenizer.pad_token_id, "sliding_window": 64, "query_pre_attn_scalar": 8}
+    config = tiny_config(T5Gemma2Config, {
+        "encoder": {"text_config": ids, "vision_config": {"image_size": 32, "patch_size": 8}, "mm_tokens_per_image": 4,
+                    "image_token_index": image, "boi_token_index": boi, "eoi_token_index": eoi},
+        "decoder": ids, "image_token_index": image})
+    model = T5Gemma2ForConditionalGeneration(config)
+    return greedy(model, tokenizer, [eos, end_of_turn]), processor
+
+
+def build_gemma4() -> tuple[Any, Any]:
+    # google/gemma-4-E2B-it: Gemma's turns, the image's soft tokens between its marks (up to 70, its smallest
+    # budget, each pooling 3 x 3 patches of 16 pixels); its processor's audio part kept, its video part dropped
+    from transformers import (Gemma4AudioFeatureExtractor, Gemma4Config, Gemma4ForConditionalGeneration,
+                              Gemma4ImageProcessor, Gemma4Processor)
+
+    from pytest_mllm.models.hf_inputs import image_only
+    from pytest_mllm.models.tiny_parts import tiny_config
+
+    marks = {"image_token": "<|image|>", "boi_token": "<|image>", "eoi_token": "<image|>", "audio_token": "<|audio|>",
+             "boa_token": "<|audio>", "eoa_token": "<audio|>"}
+    tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", *marks.values()]
+    tokenizer = tiny_tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True, **marks)
+    template = GEMMA3_TEMPLATE.replace("<start_of_image>", "<|image|>")
+    processor = image_only(Gemma4Processor)(
+        feature_extractor=Gemma4AudioFeatureExtractor(), tokenizer=tokenizer, chat_template=template, image_seq_length=70,
+        image_processor=Gemma4ImageProcessor(max_soft_tokens=70))
+    image, video, boi, eoi, eos, end_of_turn = token_ids(tokenizer, "<|image|>", "<|video|>", "<|image>", "<image|>",
+                                                         "<eos>", "<end_of_turn>")
+    config = tiny_config(Gemma4Config, {
+        "vision_config": {"patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 64, "head_dim": 8},
+        "text_config": {"vocab_size": len(tokenizer), "vocab_size_per_layer_input": len(tokenizer),
+                        "hidden_size_per_layer_input": 8, "bos_token_id": tokenizer.bos_token_id,
+                        "eos_token_id": [eos, end_of_turn], "pad_token_id": tokenizer.pad_token_id,
+                        "sliding_window": 64, "global_head_dim": 8},
+        "audio_config": None, "image_token_id": image, "video_token_id": video, "boi_token_id": boi,
+        "eoi_token_id": eoi})
+    model = Gemma4ForConditionalGeneration(config)
+    return greedy(model, tokenizer, [eos, end_of_turn]), processor
+
+
 def build_internvl() -> tuple[Any, Any]:
     from transformers import GotOcr2ImageProcessor, InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor
 
@@ -399,6 +454,8 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's
     "smolvlm": build_smolvlm,
     "paligemma": build_paligemma,
     "gemma3": build_gemma3,
+    "t5gemma2": build_t5gemma2,
+    "gemma4": build_gemma4,
     "internvl": build_internvl,
     "mllama": build_mllama,
     **CHAT_FAMILIES,

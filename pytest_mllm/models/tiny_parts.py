@@ -180,6 +180,8 @@ def shrunk(settings: dict[str, Any], *, width: int = WIDTH, layers: int = 2) -> 
     types = next((settings[k] for k in _LAYER_LISTS if isinstance(settings.get(k), list) and settings[k]), None)
     keep = _one_of_each(types, layers) if types else list(range(layers))
     for key, value in settings.items():
+        if key == "per_layer_config":  # by layer index: the config derives it again from the fewer layers
+            continue
         if isinstance(value, dict) and ("model_type" in value or key.endswith("_config")):
             out[key] = shrunk(value, width=width, layers=layers)
         elif isinstance(value, bool) or value is None:
@@ -222,11 +224,16 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def tiny_config(config_class: Any, changes: dict[str, Any], **shrink: Any) -> Any:
-    """`config_class`'s defaults made tiny (`shrunk`), then `changes` written over them."""
-    settings = shrunk(config_class().to_dict(), **shrink)
-    for key in ("transformers_version", "architectures", "_name_or_path", "id2label", "label2id", "dtype"):
-        settings.pop(key, None)
-    return config_class(**merged(settings, changes))
+    """`config_class`'s defaults made tiny (`shrunk`), then `changes` written over them; twice, so that sub-configs
+    the defaults leave out and `changes` bring in (Gemma 4's vision tower) are made tiny too."""
+    settings: dict[str, Any] = config_class().to_dict()
+    for _ in range(2):
+        settings = shrunk(settings, **shrink)
+        for key in ("transformers_version", "architectures", "_name_or_path", "id2label", "label2id", "dtype"):
+            settings.pop(key, None)
+        config = config_class(**merged(settings, changes))
+        settings = config.to_dict()
+    return config
 
 
 def qwen_image_processor(class_name: str = "Qwen2VLImageProcessor", *, patch: int = 16, merge: int = 2,

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+from transformers import (AutoFeatureExtractor, AutoImageProcessor, AutoModelForImageTextToText, AutoProcessor,
+                          AutoTokenizer)
 from transformers.utils import is_torchvision_available
 
 
@@ -92,10 +93,11 @@ def documented_processor(folder: Path) -> Any:
             if argument_name != "video_processor":
                 return super().check_argument_for_proper_class(argument_name, argument)
 
-    parts: dict[str, Any] = {"image_processor": AutoImageProcessor.from_pretrained(folder),
-                             "tokenizer": AutoTokenizer.from_pretrained(folder),
-                             "video_processor": SimpleNamespace(num_frames=None, fps=None, slice_mode=None,
-                                                                downsample_mode=None)}  # never called
+    loaders = {"image_processor": AutoImageProcessor.from_pretrained, "tokenizer": AutoTokenizer.from_pretrained,
+               "feature_extractor": AutoFeatureExtractor.from_pretrained}
+    parts: dict[str, Any] = {name: loaders[name](folder) for name in processor_class.get_attributes() if name in loaders}
+    parts["video_processor"] = SimpleNamespace(num_frames=None, fps=None, slice_mode=None,
+                                               downsample_mode=None)  # never called
     settings = {k: v for k, v in saved.items() if k not in parts}
     template = folder / "chat_template.jinja"
     return WithoutVideoCheck(**parts, **settings, chat_template=template.read_text() if template.exists() else None)
