@@ -124,8 +124,36 @@ FAMILIES: dict[str, Conventions] = {
                                    "generation stopping at `<|im_end|>`",
                             question="not given: GOT-OCR 2.0 reads out the text of the image for every sample "
                                      "(meaningful for OCR benchmarks only)"),
+    # its image processor pads a batch's images to the largest, and the VQ codes of an image see its padding: its
+    # prompts are answered one at a time
+    "emu3": Conventions(chat_template=False, one_at_a_time=True, prompt_format="You are a helpful assistant. USER: {images}{prompt} ASSISTANT:",
+                        image_placeholder="<image>",
+                        source="transformers' Emu3 docs (Emu3-community/Emu3-Chat-hf): `You are a helpful assistant. "
+                               "USER: <image>… ASSISTANT:`"),
     "fuyu": Conventions(chat_template=False, prompt_format="{prompt}\n", max_images=1,
                         source="adept/fuyu-8b's model card: the question and a newline"),
+    # -- refused: no benchmark question can be asked of them --------------------------------------------------------
+    "evolla": Conventions(refused="Evolla answers questions about protein sequences (its processor takes proteins and "
+                                  "text), not images", source="transformers' Evolla docs"),
+    "pi0": Conventions(refused="PI0 is a robot policy: from images and a robot state it predicts actions, not text",
+                       source="transformers' PI0 docs"),
+    "diffusion_gemma": Conventions(refused="DiffusionGemma writes text by block diffusion (unmasking blocks over "
+                                           "several steps), not by the left-to-right greedy `generate` the benchmarks' "
+                                           "answers are defined by", source="transformers' DiffusionGemma docs"),
+    "shieldgemma2": Conventions(refused="ShieldGemma 2 is an image safety classifier: it scores an image against "
+                                        "safety policies (the probability of Yes per policy, one prompt per policy), "
+                                        "it does not answer questions", source="google/shieldgemma-2-4b-it's model card"),
+    "mistral4": Conventions(refused="transformers 5.24's Mistral4ForCausalLM has no vision tower (text only)",
+                            source="transformers' Mistral 4 code"),
+    "udop": Conventions(refused="UDOP reads a document through its OCR words and their boxes (LayoutLMv3's processor, "
+                                "whose OCR runs Tesseract); a benchmark gives an image and a question",
+                        source="transformers' UDOP docs"),
+    "instructblipvideo": Conventions(refused="InstructBLIP-Video's processor takes videos only (its image processor "
+                                             "is a video processor)", source="transformers' InstructBLIP-Video docs"),
+    "vision-encoder-decoder": Conventions(refused="a composite of any vision encoder and text decoder whose prompting "
+                                                  "depends on the checkpoint (TrOCR takes none, Donut a task prompt); "
+                                                  "no one convention fits", source="transformers' VisionEncoderDecoder "
+                                                                                   "docs"),
     # its model computes M-RoPE from mm_token_type_ids, which its processor returns only when asked
     "cosmos3_edge": Conventions(call_kwargs={"return_mm_token_type_ids": True},
                                 source="transformers' Cosmos3-Edge code: " + _TEMPLATE + ", asking the processor for the "

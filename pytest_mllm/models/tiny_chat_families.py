@@ -27,6 +27,13 @@ def build_qwen3_vl_moe() -> tuple[Any, Any]:
                          "num_experts": 4, "num_experts_per_tok": 2})
 
 
+def build_cosmos3_omni() -> tuple[Any, Any]:
+    # nvidia/Cosmos3-Omni: Qwen3-VL's processor and turns (its model card's usage)
+    return qwen_vl("Cosmos3OmniConfig", "Cosmos3OmniForConditionalGeneration", "Qwen3VLProcessor", chatml(_QWEN_IMAGE),
+                   patch=16, vision={**_QWEN3_VISION, "deepstack_visual_indexes": [1]},
+                   text={"head_dim": 8, "rope_parameters": _INTERLEAVED_MROPE})
+
+
 # attention first: after a random linear-attention layer, the answers hardly depend on the input
 _HYBRID = {"head_dim": 8, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_num_key_heads": 2,
            "linear_num_value_heads": 4, "layer_types": ["full_attention", "linear_attention"],
@@ -641,6 +648,7 @@ def build_deepseek_ocr2() -> tuple[Any, Any]:
 
 
 CHAT_FAMILIES = {
+    "cosmos3_omni": build_cosmos3_omni,
     "deepseek_ocr2": build_deepseek_ocr2,
     "video_llama_3": build_video_llama_3,
     "cohere_compass": build_cohere_compass,

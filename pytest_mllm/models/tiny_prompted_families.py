@@ -210,7 +210,31 @@ def build_fuyu() -> tuple[Any, Any]:
     return assemble("FuyuForCausalLM", config, made, processor, ["|ENDOFTEXT|"])
 
 
+def build_emu3() -> tuple[Any, Any]:
+    # Emu3-community/Emu3-Chat-hf: "You are a helpful assistant. USER: <image>… ASSISTANT:"; a 32-pixel image becomes
+    # 4 x 4 VQ codes (downsampled 8 times) spelled as its visual tokens, a row end after each row
+    from transformers import Emu3Config, Emu3ImageProcessor
+
+    codes = _visual_words(16, lambda i: f"<|visual token {i:06d}|>")
+    marks = {"image_token": "<image>", "boi_token": "<|image start|>", "eoi_token": "<|image end|>",
+             "image_wrapper_token": "<|image token|>", "eof_token": "<|extra_201|>"}
+    made = tiny_tokenizer(["<|extra_203|>", "<|extra_204|>", "<|endoftext|>", "<|extra_200|>", *marks.values(), *codes],
+                          bos="<|extra_203|>", eos="<|extra_204|>", pad="<|endoftext|>", adds_bos=True, **marks)
+    image_processor = Emu3ImageProcessor(min_pixels=32 * 32, max_pixels=32 * 32, spatial_factor=8)
+    processor = processor_of("Emu3Processor", image_processor=image_processor, tokenizer=made)
+    eos, pad = token_ids(made, "<|extra_204|>", "<|endoftext|>")
+    config = tiny_config(Emu3Config, {
+        "vq_config": {"codebook_size": 16, "embed_dim": 4, "latent_channels": 4, "base_channels": 32,
+                      "channel_multiplier": [1, 1, 1, 1], "num_res_blocks": 1, "attn_resolutions": [],
+                      "hidden_size": WIDTH, "temporal_downsample_factor": 4},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad},
+        "vocabulary_map": made.get_vocab()})
+    return assemble("Emu3ForConditionalGeneration", config, made, processor, ["<|extra_204|>"])
+
+
 PROMPTED_FAMILIES = {
+    "emu3": build_emu3,
     "blip": build_blip,
     "blip-2": build_blip_2,
     "instructblip": build_instructblip,

@@ -68,6 +68,8 @@ CARDS: dict[str, Card] = {
                     bad_words=("<image>", "<fake_token_around_image>")),
     # stepfun-ai/GOT-OCR-2.0-hf: processor(image), stop at "<|im_end|>"
     "got_ocr2": Card(None, one_image=True, eos=("<|im_end|>",)),
+    # Emu3-community/Emu3-Chat-hf (transformers' Emu3 docs)
+    "emu3": Card("You are a helpful assistant. USER: {img}{q} ASSISTANT:", image_mark="<image>"),
     # adept/fuyu-8b: the question then a newline
     "fuyu": Card("{q}\n", one_image=True),
 }
