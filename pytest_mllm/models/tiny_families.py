@@ -14,6 +14,7 @@ and reuses it after; heavy imports happen inside the builders.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from functools import partial
 from collections.abc import Callable
@@ -128,6 +129,11 @@ MLLAMA_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 )
+
+
+def missing_requirements(model_type: str) -> list[str]:
+    """The packages a family's tiny model needs beyond the `hf` extra that are not installed (see `REQUIRES`)."""
+    return [name for name in REQUIRES.get(model_type, ()) if importlib.util.find_spec(name) is None]
 
 
 def default_family_dir(name: str) -> Path:
@@ -461,4 +467,10 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's
     **CHAT_FAMILIES,
     **PROMPTED_FAMILIES,
     **CHAT_TORCHVISION_FAMILIES,
+}
+# transformers 5.24 has no PIL image processor for these families (Fuyu's PIL one fails on every image): their
+# processors need torchvision; some vision towers come from timm
+REQUIRES: dict[str, tuple[str, ...]] = {
+    **{name: ("torchvision",) for name in CHAT_TORCHVISION_FAMILIES},
+    "fuyu": ("torchvision",),
 }

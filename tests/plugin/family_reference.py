@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import (AutoFeatureExtractor, AutoImageProcessor, AutoModelForImageTextToText, AutoProcessor,
+from transformers import (AutoConfig, AutoFeatureExtractor, AutoImageProcessor, AutoModelForImageTextToText,
+                          AutoProcessor,
                           AutoTokenizer)
 from transformers.utils import is_torchvision_available
 
@@ -152,3 +153,25 @@ def reference_answers(folder: Path, requests: list[tuple[str, list[Any]]], *, ma
             output = output[:, inputs["input_ids"].shape[1]:]
         answers.append(processor.batch_decode(output, skip_special_tokens=True)[0].strip())
     return answers
+
+
+def describe_reference(folder: Path) -> str:
+    """What the reference loop does for the family in `folder`, in a few words (for the sweep's table)."""
+    model_type = json.loads((folder / "config.json").read_text())["model_type"]
+    card = CARDS.get(model_type)
+    config = AutoConfig.from_pretrained(folder)
+    decoded = ("decodes all `generate` returns (an encoder-decoder)" if config.is_encoder_decoder
+               or getattr(config.get_text_config(), "is_encoder_decoder", False) else "decodes the new tokens")
+    if card is None:
+        extra = "".join(f", {k}={v}" for k, v in CHAT_EXTRA.get(model_type, {}).items())
+        return f"`apply_chat_template(tokenize=True{extra})`; {decoded}"
+    if card.idefics:
+        call = f"`processor(text=[{card.text!r} with the images at {{img}}])`"
+    elif card.extra.get("git"):
+        call = "[CLS] + the question's tokens, `pixel_values` from the processor"
+    elif card.text is None:
+        call = "`processor(images=image)`, no text"
+    else:
+        call = f"`processor(text={card.text!r}, images=…)`"
+    stops = f"; stops at {', '.join(card.eos)}" if card.eos else ""
+    return f"{call}{stops}; {decoded}" + ("; one image per prompt" if card.one_image else "")
