@@ -23,9 +23,10 @@ class Conventions:
     """How a family's prompt and images are put together, and what generation stops at."""
 
     chat_template: bool = True  # rendered with the processor's chat template; else `prompt_format`
-    # without a chat template: the text the processor is given, "{prompt}" the benchmark's prompt and "{images}"
-    # `image_placeholder` once per image; None: no text at all (an unconditional captioner); a format without
-    # "{prompt}" is a documented task prompt that replaces every question (`question` says why)
+    # the text of the user's turn, or without a chat template the text the processor is given: "{prompt}" the
+    # benchmark's prompt and "{images}" `image_placeholder` once per image; None: no text at all (an unconditional
+    # captioner); a format without "{prompt}" is a documented task prompt that replaces every question
+    # (`question` says why)
     prompt_format: str | None = "{prompt}"
     image_placeholder: str = ""
     interleaved: bool = False  # the processor takes each prompt as a list of text pieces and images (IDEFICS)
@@ -37,6 +38,7 @@ class Conventions:
     images_before_text: bool = True  # where the images go in the user turn
     processor_kwargs: dict[str, Any] = field(default_factory=dict)  # over the checkpoint's saved settings
     call_kwargs: dict[str, Any] = field(default_factory=dict)  # given to every processor call
+    dropped_inputs: tuple[str, ...] = ()  # processor outputs the model card drops before `generate`
     refused: str | None = None  # why the family cannot be run on a benchmark (the run stops before any sample)
     source: str = "the checkpoint's chat template (transformers' documented usage)"
     question: str = "asked as written"  # what a benchmark's question becomes, for the README
@@ -48,11 +50,6 @@ class Conventions:
         settings = {k: v for k, v in asdict(self).items()
                     if k not in ("source", "question") and _comparable(v) != _comparable(default[k])}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
-
-    @property
-    def takes_question(self) -> bool:
-        """False when every prompt is replaced by a task prompt, or by no text at all."""
-        return self.chat_template or (self.prompt_format is not None and "{prompt}" in self.prompt_format)
 
 
 def _comparable(value: Any) -> Any:
@@ -154,6 +151,21 @@ FAMILIES: dict[str, Conventions] = {
                                                   "depends on the checkpoint (TrOCR takes none, Donut a task prompt); "
                                                   "no one convention fits", source="transformers' VisionEncoderDecoder "
                                                                                    "docs"),
+    "kosmos-2.5": Conventions(chat_template=False, prompt_format="<ocr>", max_images=1, one_at_a_time=True,
+                              dropped_inputs=("height", "width"),
+                              source="transformers' Kosmos-2.5 docs (microsoft/kosmos-2.5): the `<ocr>` task prompt, "
+                                     "the processor's `height` and `width` dropped before `generate`",
+                              question="replaced by the `<ocr>` task: Kosmos-2.5 reads out the text of the image for "
+                                       "every sample (meaningful for OCR benchmarks only)"),
+    "pp_formulanet": Conventions(chat_template=False, prompt_format=None, max_images=1,
+                                 source="transformers' PP-FormulaNet docs: `processor(images=image)`",
+                                 question="not given: PP-FormulaNet writes the formula of the image in LaTeX for every "
+                                          "sample (meaningful for formula recognition only)"),
+    "pp_chart2table": Conventions(prompt_format="Chart to table",
+                                  source="PaddlePaddle/PP-Chart2Table_safetensors: its chat template with the "
+                                         "`Chart to table` task",
+                                  question="replaced by `Chart to table`: PP-Chart2Table turns a chart into a table "
+                                           "for every sample (meaningful for chart-to-table benchmarks only)"),
     # its model computes M-RoPE from mm_token_type_ids, which its processor returns only when asked
     "cosmos3_edge": Conventions(call_kwargs={"return_mm_token_type_ids": True},
                                 source="transformers' Cosmos3-Edge code: " + _TEMPLATE + ", asking the processor for the "

@@ -134,9 +134,9 @@ def _processor_class(target: str, trust_remote_code: bool) -> type | None:
 
 def messages(request: Request, conventions: Conventions) -> list[dict[str, Any]]:
     """The chat of one request: an optional system turn, then a user turn of images and text
-    placed as the family's conventions say."""
+    placed as the family's conventions say (the text: the prompt, or the family's task prompt)."""
     images = [{"type": "image", "image": image} for image in request.images]
-    text = [{"type": "text", "text": request.prompt}]
+    text = [{"type": "text", "text": prompt_text(request, conventions, images="") or ""}]
     content = images + text if conventions.images_before_text else text + images
     chat: list[dict[str, Any]] = []
     if conventions.system_prompt is not None:
@@ -153,6 +153,13 @@ def model_inputs(processor: Any, requests: Sequence[Request], conventions: Conve
     Without: `processor(text=…, images=…)` with the text the model card shows (`prompt_text`), the
     images of each prompt as a list (one image: the image itself), or IDEFICS' interleaved prompts.
     """
+    inputs = _inputs(processor, requests, conventions)
+    for name in conventions.dropped_inputs:
+        inputs.pop(name, None)
+    return inputs
+
+
+def _inputs(processor: Any, requests: Sequence[Request], conventions: Conventions) -> Any:
     if conventions.chat_template:
         chats = [messages(r, conventions) for r in requests]
         return processor.apply_chat_template(chats, add_generation_prompt=True, tokenize=True, return_dict=True,

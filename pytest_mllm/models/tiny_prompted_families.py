@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_mllm.models.tiny_parts import (WIDTH, assemble, processor_of, text_config, tiny_config, tiny_tokenizer,
+from pytest_mllm.models.tiny_parts import (WIDTH, assemble, chat_template, processor_of, text_config, tiny_config, tiny_tokenizer,
                                            token_ids)
 
 _BERT_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -233,7 +233,49 @@ def build_emu3() -> tuple[Any, Any]:
     return assemble("Emu3ForConditionalGeneration", config, made, processor, ["<|extra_204|>"])
 
 
+def build_pp_chart2table() -> tuple[Any, Any]:
+    # PaddlePaddle/PP-Chart2Table_safetensors: GOT-OCR 2.0's model; its chat template writes the 256 image tokens of a
+    # 1024-pixel image itself, then the task
+    from transformers import PPChart2TableConfig, PPChart2TableImageProcessor
+
+    made = tiny_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<imgpad>"], bos=None,
+                          eos="<|im_end|>", pad="<|endoftext|>")
+    roles = {role: (f"<|im_start|>{role}\n", "<|im_end|>") for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="<img>" + "<imgpad>" * 256 + "</img>\n", generation="<|im_start|>assistant\n")
+    processor = processor_of("PPChart2TableProcessor", image_processor=PPChart2TableImageProcessor(), tokenizer=made,
+                             chat_template=template)
+    image, eos, pad = token_ids(made, "<imgpad>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(PPChart2TableConfig, {
+        "vision_config": {"global_attn_indexes": [], "window_size": 8, "output_channels": WIDTH, "mlp_dim": 2 * WIDTH},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
+        "image_token_index": image})
+    return assemble("GotOcr2ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_kosmos_2_5() -> tuple[Any, Any]:
+    # microsoft/kosmos-2.5: a task prompt after <image>, 4 latent queries of up to 4096 Pix2Struct-style patches (its
+    # processor's default)
+    from transformers import Kosmos2_5Config, Kosmos2_5ImageProcessor
+
+    made = tiny_tokenizer(["<s>", "<pad>", "</s>", "<unk>", "<image>", "</image>", "<ocr>", "<md>"], bos="<s>",
+                          eos="</s>", pad="<pad>", unk="<unk>", adds_bos=True, image_token="<s>", boi_token="<image>",
+                          eoi_token="</image>")
+    processor = processor_of("Kosmos2_5Processor", image_processor=Kosmos2_5ImageProcessor(),
+                             tokenizer=made, num_image_tokens=4)
+    eos, pad = token_ids(made, "</s>", "<pad>")
+    config = tiny_config(Kosmos2_5Config, {
+        "vision_config": {"patch_embed_hidden_size": 3 * 16 * 16, "max_num_patches": 4096, "head_dim": 8,
+                          "num_attention_heads": 2, "num_hidden_layers": 1},
+        "text_config": {"vocab_size": len(made), "embed_dim": WIDTH, "layers": 2, "ffn_dim": 2 * WIDTH,
+                        "attention_heads": 4, "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad},
+        "latent_query_num": 4})
+    return assemble("Kosmos2_5ForConditionalGeneration", config, made, processor, ["</s>"])
+
+
 PROMPTED_FAMILIES = {
+    "pp_chart2table": build_pp_chart2table,
+    "kosmos-2.5": build_kosmos_2_5,
     "emu3": build_emu3,
     "blip": build_blip,
     "blip-2": build_blip_2,

@@ -71,11 +71,19 @@ CARDS: dict[str, Card] = {
     "got_ocr2": Card(None, one_image=True, eos=("<|im_end|>",)),
     # Emu3-community/Emu3-Chat-hf (transformers' Emu3 docs)
     "emu3": Card("You are a helpful assistant. USER: {img}{q} ASSISTANT:", image_mark="<image>"),
+    # microsoft/kosmos-2.5 (transformers' docs): "<ocr>", `height` and `width` popped before generate
+    "kosmos-2.5": Card("<ocr>", one_image=True, extra={"drop": ("height", "width")}),
+    # PaddlePaddle/PP-FormulaNet_plus-L_safetensors: the image alone
+    "pp_formulanet": Card(None, one_image=True),
     # adept/fuyu-8b: the question then a newline
     "fuyu": Card("{q}\n", one_image=True),
 }
 
 
+# chat-template families given a task instead of the question (their model cards')
+CHAT_TASK: dict[str, str] = {
+    "pp_chart2table": "Chart to table",  # PaddlePaddle/PP-Chart2Table_safetensors
+}
 # chat-template families whose model needs more than the processor returns by default
 CHAT_EXTRA: dict[str, dict[str, Any]] = {
     # Cosmos3-Edge's model: "`mm_token_type_ids` is returned by the processor alongside `input_ids`"
@@ -117,7 +125,10 @@ def _card_inputs(processor: Any, card: Card, prompt: str, images: list[Any]) -> 
         pixels = processor(images=images[0], return_tensors="pt").pixel_values
         return {"pixel_values": pixels, "input_ids": torch.tensor([[processor.tokenizer.cls_token_id, *tokens]])}
     text = card.text.replace("{img}", card.image_mark * len(images)).replace("{q}", prompt)
-    return processor(text=text, images=images[0] if card.one_image else [images], return_tensors="pt")
+    inputs = processor(text=text, images=images[0] if card.one_image else [images], return_tensors="pt")
+    for name in card.extra.get("drop", ()):
+        inputs.pop(name)
+    return inputs
 
 
 def reference_answers(folder: Path, requests: list[tuple[str, list[Any]]], *, max_new_tokens: int) -> list[str | None]:
@@ -137,7 +148,8 @@ def reference_answers(folder: Path, requests: list[tuple[str, list[Any]]], *, ma
     answers: list[str | None] = []
     for prompt, images in requests:
         if card is None:
-            content = [{"type": "image", "image": image} for image in images] + [{"type": "text", "text": prompt}]
+            content = [{"type": "image", "image": image} for image in images] + [
+                {"type": "text", "text": CHAT_TASK.get(model_type, prompt)}]
             inputs = processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                    tokenize=True, return_dict=True, return_tensors="pt",
                                                    **CHAT_EXTRA.get(model_type, {}))
