@@ -123,7 +123,8 @@ FAMILIES: dict[str, Conventions] = {
                                      "(meaningful for OCR benchmarks only)"),
     # its image processor pads a batch's images to the largest, and the VQ codes of an image see its padding: its
     # prompts are answered one at a time
-    "emu3": Conventions(chat_template=False, one_at_a_time=True, prompt_format="You are a helpful assistant. USER: {images}{prompt} ASSISTANT:",
+    "emu3": Conventions(chat_template=False, one_at_a_time=True,
+                        prompt_format="You are a helpful assistant. USER: {images}{prompt} ASSISTANT:",
                         image_placeholder="<image>",
                         source="transformers' Emu3 docs (Emu3-community/Emu3-Chat-hf): `You are a helpful assistant. "
                                "USER: <image>… ASSISTANT:`"),
