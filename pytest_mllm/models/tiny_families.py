@@ -473,4 +473,6 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's
 REQUIRES: dict[str, tuple[str, ...]] = {
     **{name: ("torchvision",) for name in CHAT_TORCHVISION_FAMILIES},
     "fuyu": ("torchvision",),
+    "perception_lm": ("torchvision", "timm"),
+    "fast_vlm": ("torchvision", "timm"),
 }

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_mllm.models.tiny_chat_families import DEEPSEEK_BOS, DEEPSEEK_EOS, minicpmv
-from pytest_mllm.models.tiny_parts import (QWEN_TOKENS, WIDTH, assemble, chat_template, chatml, merged, processor_of,
+from pytest_mllm.models.tiny_parts import (QWEN_TOKENS, WIDTH, assemble, chat_template, chatml, llama3, merged,
+                                           processor_of,
                                            tiny_config, tiny_tokenizer, token_ids)
 
 
@@ -245,7 +246,76 @@ def build_unlimited_ocr() -> tuple[Any, Any]:
     return assemble("UnlimitedOcrForConditionalGeneration", config, made, processor, [DEEPSEEK_EOS])
 
 
+def build_pp_formulanet() -> tuple[Any, Any]:
+    # PaddlePaddle/PP-FormulaNet_plus-L_safetensors: a SAM encoder (64-pixel images here) and an mBART-shaped
+    # decoder; the image alone, no text
+    from transformers import PPFormulaNetConfig, PPFormulaNetImageProcessor
+
+    made = tiny_tokenizer(["<s>", "<pad>", "</s>", "<unk>"], bos="<s>", eos="</s>", pad="<pad>", unk="<unk>")
+    image_processor = PPFormulaNetImageProcessor(size={"height": 64, "width": 64})
+    processor = processor_of("PPFormulaNetProcessor", image_processor=image_processor, tokenizer=made)
+    eos, pad = token_ids(made, "</s>", "<pad>")
+    config = tiny_config(PPFormulaNetConfig, {
+        "vision_config": {"image_size": 64, "patch_size": 16, "global_attn_indexes": [1], "window_size": 2,
+                          "mlp_dim": 2 * WIDTH, "output_channels": WIDTH, "post_conv_in_channels": WIDTH,
+                          "post_conv_mid_channels": WIDTH, "post_conv_out_channels": WIDTH, "decoder_hidden_size": WIDTH},
+        "text_config": {"vocab_size": len(made), "d_model": WIDTH, "decoder_layers": 1, "decoder_ffn_dim": 2 * WIDTH,
+                        "decoder_attention_heads": 4, "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "decoder_start_token_id": eos, "forced_eos_token_id": None,
+                        "init_std": 0.2}})
+    return assemble("PPFormulaNetForConditionalGeneration", config, made, processor, ["</s>"])
+
+
+def build_perception_lm() -> tuple[Any, Any]:
+    # facebook/Perception-LM-1B: Llama 3's turns, "<|image|>" per image; a timm Perception Encoder of 32-pixel
+    # tiles of 2 x 2 patches, pooled 2 x 2 into one token (the thumbnail alone)
+    from transformers import PerceptionLMConfig, PerceptionLMImageProcessor
+
+    made = tiny_tokenizer(["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                           "<|eot_id|>", "<|finetune_right_pad_id|>", "<|image|>", "<|video|>"], bos="<|begin_of_text|>",
+                          eos="<|eot_id|>", pad="<|finetune_right_pad_id|>", adds_bos=False, image_token="<|image|>",
+                          video_token="<|video|>")
+    image_processor = PerceptionLMImageProcessor(tile_size=32, max_num_tiles=1, size={"width": 32, "height": 32},
+                                                 vision_input_type="thumb+tile")
+    processor = processor_of("PerceptionLMProcessor", image_processor=image_processor, tokenizer=made, patch_size=16,
+                             pooling_ratio=2, chat_template=llama3("<|image|>"))
+    image, video, eos, pad = token_ids(made, "<|image|>", "<|video|>", "<|eot_id|>", "<|finetune_right_pad_id|>")
+    config = tiny_config(PerceptionLMConfig, {
+        "vision_config": {"architecture": "vit_pe_core_tiny_patch16_384", "num_classes": 0,
+                          "model_args": {"embed_dim": WIDTH, "depth": 1, "num_heads": 2, "img_size": [32, 32],
+                                         "ref_feat_shape": [2, 2], "global_pool": "",
+                                         "use_post_transformer_norm": False}},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad},
+        "projector_pooling_ratio": 2, "image_token_id": image, "video_token_id": video})
+    return assemble("PerceptionLMForConditionalGeneration", config, made, processor, ["<|eot_id|>"])
+
+
+def build_fast_vlm() -> tuple[Any, Any]:
+    # apple/FastVLM-0.5B (its -hf conversion): LLaVA's processor with ChatML turns, "<image>\n" per image; a timm
+    # FastViT-HD downsampling 64 times: a 128-pixel image is 4 tokens
+    from transformers import CLIPImageProcessor, FastVlmConfig
+
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + ["<image>"], bos=None, eos="<|im_end|>", pad="<|endoftext|>",
+                          image_token="<image>")
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 128}, crop_size={"height": 128, "width": 128})
+    processor = processor_of("LlavaProcessor", image_processor=image_processor, tokenizer=made, patch_size=64,
+                             vision_feature_select_strategy="full", num_additional_image_tokens=0,
+                             chat_template=chatml("<image>\n"))
+    image, eos, pad = token_ids(made, "<image>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(FastVlmConfig, {
+        "vision_config": {"hidden_size": 2 * WIDTH,
+                          "model_args": {"inference_mode": True, "layers": [1, 1, 1, 1, 1],
+                                         "embed_dims": [8, 8, 16, WIDTH, WIDTH], "mlp_ratios": [2, 2, 2, 2, 2]}},
+        "text_config": {"vocab_size": len(made), "eos_token_id": eos, "pad_token_id": pad},
+        "image_token_index": image, "image_seq_length": 4})
+    return assemble("FastVlmForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "fast_vlm": build_fast_vlm,
+    "perception_lm": build_perception_lm,
+    "pp_formulanet": build_pp_formulanet,
     "minicpm_ocr": build_minicpm_ocr,
     "unlimited_ocr": build_unlimited_ocr,
     "step3p7": build_step3p7,
