@@ -373,11 +373,11 @@ def build_t5gemma2() -> tuple[Any, Any]:
     return greedy(model, tokenizer, [eos, end_of_turn]), processor
 
 
-def build_gemma4() -> tuple[Any, Any]:
-    # google/gemma-4-E2B-it: Gemma's turns, the image's soft tokens between its marks (up to 70, its smallest
-    # budget, each pooling 3 x 3 patches of 16 pixels); its processor's audio part kept, its video part dropped
-    from transformers import (Gemma4AudioFeatureExtractor, Gemma4Config, Gemma4ForConditionalGeneration,
-                              Gemma4ImageProcessor, Gemma4Processor)
+def _gemma4(prefix: str, vision: dict[str, Any] | None = None, **text: Any) -> tuple[Any, Any]:
+    """Gemma 4 and Gemma 4 Unified (google/gemma-4-E2B-it): Gemma's turns, the image's soft tokens between its marks
+    (up to 70, its smallest budget, each pooling 3 x 3 patches of 16 pixels); the processor's audio part kept,
+    its video part dropped."""
+    import transformers
 
     from pytest_mllm.models.hf_inputs import image_only
     from pytest_mllm.models.tiny_parts import tiny_config
@@ -387,21 +387,34 @@ def build_gemma4() -> tuple[Any, Any]:
     tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", *marks.values()]
     tokenizer = tiny_tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True, **marks)
     template = GEMMA3_TEMPLATE.replace("<start_of_image>", "<|image|>")
-    processor = image_only(Gemma4Processor)(
-        feature_extractor=Gemma4AudioFeatureExtractor(), tokenizer=tokenizer, chat_template=template, image_seq_length=70,
-        image_processor=Gemma4ImageProcessor(max_soft_tokens=70))
+    processor = image_only(getattr(transformers, f"{prefix}Processor"))(
+        feature_extractor=getattr(transformers, f"{prefix}AudioFeatureExtractor")(), tokenizer=tokenizer,
+        chat_template=template, image_seq_length=70,
+        image_processor=getattr(transformers, f"{prefix}ImageProcessor")(max_soft_tokens=70))
     image, video, boi, eoi, eos, end_of_turn = token_ids(tokenizer, "<|image|>", "<|video|>", "<|image>", "<image|>",
                                                          "<eos>", "<end_of_turn>")
-    config = tiny_config(Gemma4Config, {
-        "vision_config": {"patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 64, "head_dim": 8},
+    config = tiny_config(getattr(transformers, f"{prefix}Config"), {
+        "vision_config": {"patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 64, "head_dim": 8,
+                          **(vision or {})},
         "text_config": {"vocab_size": len(tokenizer), "vocab_size_per_layer_input": len(tokenizer),
                         "hidden_size_per_layer_input": 8, "bos_token_id": tokenizer.bos_token_id,
                         "eos_token_id": [eos, end_of_turn], "pad_token_id": tokenizer.pad_token_id,
-                        "sliding_window": 64, "global_head_dim": 8},
+                        "sliding_window": 64, "global_head_dim": 8, **text},
         "audio_config": None, "image_token_id": image, "video_token_id": video, "boi_token_id": boi,
         "eoi_token_id": eoi})
-    model = Gemma4ForConditionalGeneration(config)
+    model = getattr(transformers, f"{prefix}ForConditionalGeneration")(config)
     return greedy(model, tokenizer, [eos, end_of_turn]), processor
+
+
+def build_gemma4() -> tuple[Any, Any]:
+    return _gemma4("Gemma4")
+
+
+def build_gemma4_unified() -> tuple[Any, Any]:
+    # its vision part is one patch embedder, of positions up to 64 per side here; at 0.2 its random answers are
+    # blank lines
+    return _gemma4("Gemma4Unified", {"mm_embed_dim": WIDTH, "output_proj_dims": WIDTH, "mm_posemb_size": 64},
+                   initializer_range=0.02)
 
 
 def build_internvl() -> tuple[Any, Any]:
@@ -462,6 +475,7 @@ FAMILY_BUILDERS: dict[str, Callable[[], tuple[Any, Any]]] = {  # by the config's
     "gemma3": build_gemma3,
     "t5gemma2": build_t5gemma2,
     "gemma4": build_gemma4,
+    "gemma4_unified": build_gemma4_unified,
     "internvl": build_internvl,
     "mllama": build_mllama,
     **CHAT_FAMILIES,
@@ -475,4 +489,5 @@ REQUIRES: dict[str, tuple[str, ...]] = {
     "fuyu": ("torchvision",),
     "perception_lm": ("torchvision", "timm"),
     "fast_vlm": ("torchvision", "timm"),
+    "gemma4_unified": ("torchvision",),
 }
