@@ -312,7 +312,38 @@ def build_fast_vlm() -> tuple[Any, Any]:
     return assemble("FastVlmForConditionalGeneration", config, made, processor, ["<|im_end|>"])
 
 
+def _inkling2(prefix: str) -> tuple[Any, Any]:
+    """Inkling 2 (thinkingmachines/Inkling-2-Small): ChatML-like turns, one image token per 40-pixel patch (2 x 2 of
+    its tower's 20-pixel patches) at the image's own size."""
+    import transformers
+    from transformers import Inkling2ImageProcessor
+
+    made = tiny_tokenizer(QWEN_TOKENS[:3] + ["<|unused_200054|>"], bos=None, eos="<|im_end|>", pad="<|endoftext|>",
+                          image_token="<|unused_200054|>")
+    processor = processor_of("Inkling2Processor", image_processor=Inkling2ImageProcessor(), tokenizer=made,
+                             chat_template=chatml("<|unused_200054|>"))
+    image, eos, pad = token_ids(made, "<|unused_200054|>", "<|im_end|>", "<|endoftext|>")
+    config = tiny_config(getattr(transformers, f"{prefix}Config"), {
+        "vision_config": {"text_hidden_size": WIDTH, "projection_hidden_dim": 2 * WIDTH},
+        "text_config": {"vocab_size": len(made), "unpadded_vocab_size": len(made), "eos_token_id": eos,
+                        "pad_token_id": pad, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 2,
+                        "swa_head_dim": 8, "d_rel": 4, "rel_extent": 64, "sliding_window_size": 64,
+                        "n_layers_per_attn_res_block": 1},
+        "image_token_id": image})
+    return assemble(f"{prefix}ForConditionalGeneration", config, made, processor, ["<|im_end|>"])
+
+
+def build_inkling2() -> tuple[Any, Any]:
+    return _inkling2("Inkling2")
+
+
+def build_inkling2_loop() -> tuple[Any, Any]:
+    return _inkling2("Inkling2Loop")
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "inkling2": build_inkling2,
+    "inkling2_loop": build_inkling2_loop,
     "fast_vlm": build_fast_vlm,
     "perception_lm": build_perception_lm,
     "pp_formulanet": build_pp_formulanet,
