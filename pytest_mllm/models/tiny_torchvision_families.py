@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_mllm.models.tiny_chat_families import DEEPSEEK_BOS, DEEPSEEK_EOS, minicpmv
 from pytest_mllm.models.tiny_parts import (QWEN_TOKENS, WIDTH, assemble, chat_template, chatml, llama3, merged,
-                                           processor_of,
+                                           processor_of, qwen_image_processor,
                                            tiny_config, tiny_tokenizer, token_ids)
 
 
@@ -341,7 +341,29 @@ def build_inkling2_loop() -> tuple[Any, Any]:
     return _inkling2("Inkling2Loop")
 
 
+def build_minimax_m3_vl() -> tuple[Any, Any]:
+    # MiniMaxAI/MiniMax-M3-VL: "]~!b[]~b]user\n…[e~[\n" turns, each image between its start and end marks;
+    # Qwen-style 14-pixel patches merged 2 x 2
+    from transformers import MiniMaxM3VLConfig
+
+    marks = ["]<]image[>[", "]<]video[>[", "]<]start of image[>[", "]<]end of image[>["]
+    made = tiny_tokenizer(["]~!b[", "]~b]", "[e~[", "<pad>", *marks], bos="]~!b[", eos="[e~[", pad="<pad>")
+    roles = {role: (f"]~b]{role}\n", "[e~[\n") for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="]<]image[>[", generation="]~b]ai\n", bos="]~!b[")
+    processor = processor_of("MiniMaxM3VLProcessor", tokenizer=made, chat_template=template,
+                             image_processor=qwen_image_processor("MiniMaxM3VLImageProcessor", patch=14))
+    image, video, eos, pad = token_ids(made, "]<]image[>[", "]<]video[>[", "[e~[", "<pad>")
+    config = tiny_config(MiniMaxM3VLConfig, {
+        "vision_config": {"image_size": 56, "patch_size": 14},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "rotary_dim": 8, "dense_intermediate_size": 2 * WIDTH,
+                        "shared_intermediate_size": 2 * WIDTH, "index_block_size": 8, "index_topk_blocks": 2},
+        "image_token_index": image, "video_token_index": video, "projector_hidden_size": 2 * WIDTH})
+    return assemble("MiniMaxM3SparseForConditionalGeneration", config, made, processor, ["[e~["])
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "minimax_m3_vl": build_minimax_m3_vl,
     "inkling2": build_inkling2,
     "inkling2_loop": build_inkling2_loop,
     "fast_vlm": build_fast_vlm,
