@@ -50,7 +50,7 @@ def main() -> int:
             f"{outcome['answered']} samples" + (f", {outcome['not_taken']} refused alone" if outcome["not_taken"] else ""))
         print(f"{name:24s} {outcome['status']:8s} {outcome['seconds']:6.1f}s  {detail[:160]}")
     counts = {status: sum(o["status"] == status for o in outcomes.values())
-              for status in ("exact", "refused", "fails", "differs", "skipped")}
+              for status in ("exact", "refused", "fails", "differs", "unchecked", "skipped")}
     print(f"total: {len(outcomes)} families in {seconds:.0f} s: "
           + ", ".join(f"{n} {status}" for status, n in counts.items() if n) + f" (pytest exit status {run.returncode})")
     if args.write:

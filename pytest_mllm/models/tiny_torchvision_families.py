@@ -362,7 +362,33 @@ def build_minimax_m3_vl() -> tuple[Any, Any]:
     return assemble("MiniMaxM3SparseForConditionalGeneration", config, made, processor, ["[e~["])
 
 
+def build_muse_glimmer() -> tuple[Any, Any]:
+    # Llama 4's header turns; Qwen-style 14-pixel patches merged 2 x 2, each image between its start and end marks
+    from transformers import MuseGlimmerConfig, MuseGlimmerImageProcessor
+
+    marks = ["<|patch|>", "<|image_start|>", "<|image_end|>", "<|video|>", "<|vid_frame_separator|>", "<|vid_start|>",
+             "<|vid_end|>"]
+    made = tiny_tokenizer(["<|begin_of_text|>", "<|end_of_text|>", "<|header_start|>", "<|header_end|>", "<|eot|>",
+                           "<|finetune_right_pad|>", *marks], bos="<|begin_of_text|>", eos="<|eot|>",
+                          pad="<|finetune_right_pad|>", adds_bos=True)
+    roles = {role: (f"<|header_start|>{role}<|header_end|>\n\n", "<|eot|>") for role in ("system", "user", "assistant")}
+    template = chat_template(roles, image="<|patch|>", generation="<|header_start|>assistant<|header_end|>\n\n",
+                             bos="<|begin_of_text|>", trim=True)
+    image_processor = MuseGlimmerImageProcessor(max_image_tokens=16)
+    processor = processor_of("MuseGlimmerProcessor", image_processor=image_processor, tokenizer=made,
+                             chat_template=template)
+    patch, video, eos, pad = token_ids(made, "<|patch|>", "<|video|>", "<|eot|>", "<|finetune_right_pad|>")
+    config = tiny_config(MuseGlimmerConfig, {
+        "vision_config": {"pos_emb_height": 8, "pos_emb_width": 8, "max_position_embeddings": 64},
+        "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
+                        "pad_token_id": pad, "sliding_window": 64, "layer_rope_theta": None},
+        "image_token_id": patch, "video_token_id": video, "out_hidden_size": 4 * WIDTH,  # 2 x 2 merged patches
+        "projector_hidden_size": 2 * WIDTH})
+    return assemble("MuseGlimmerForConditionalGeneration", config, made, processor, ["<|eot|>"])
+
+
 CHAT_TORCHVISION_FAMILIES = {
+    "muse_glimmer": build_muse_glimmer,
     "minimax_m3_vl": build_minimax_m3_vl,
     "inkling2": build_inkling2,
     "inkling2_loop": build_inkling2_loop,

