@@ -4,6 +4,7 @@
     python scripts/family_sweep.py -k "qwen or gemma"    # a selection
     python scripts/family_sweep.py --write               # and record the results in docs/family_sweep.json,
                                                          # regenerating README's family table from them
+    python scripts/family_sweep.py --table               # only regenerate README's table from the recorded results
 
 Each family's tiny model (pytest_mllm/models/tiny_families.py) runs through the plugin at batch 8 and
 at batch 1 and is compared with its documented transformers usage (tests/plugin/family_reference.py);
@@ -36,7 +37,12 @@ def main() -> int:
     parser.add_argument("-k", default=None, help="pytest -k expression selecting families (model_type)")
     parser.add_argument("--write", action="store_true", help=f"record the results in {RESULTS.relative_to(REPO)} "
                                                              "and regenerate README's family table")
+    parser.add_argument("--table", action="store_true", help="only regenerate README's family table from "
+                                                             f"{RESULTS.relative_to(REPO)}")
     args = parser.parse_args()
+    if args.table:
+        write({})
+        return 0
     with tempfile.TemporaryDirectory(prefix="family-sweep-") as folder:
         start = time.perf_counter()
         command = [sys.executable, "-m", "pytest", "tests/plugin/test_family_sweep.py", "--family-sweep",
@@ -68,7 +74,7 @@ def write(outcomes: dict[str, dict]) -> None:
     for name, outcome in outcomes.items():
         if outcome["status"] != "skipped" or name not in families:
             families[name] = {k: v for k, v in outcome.items() if k != "seconds"}
-    ran_all = not any(o["status"] == "skipped" for o in outcomes.values())
+    ran_all = bool(outcomes) and not any(o["status"] == "skipped" for o in outcomes.values())
     environment = ({name: _version(name) for name in VERSIONED if _version(name)} if ran_all or not recorded["environment"]
                    else recorded["environment"])
     results = {"environment": environment, "families": dict(sorted(families.items()))}
