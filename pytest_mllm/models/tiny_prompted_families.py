@@ -193,23 +193,6 @@ def build_got_ocr2() -> tuple[Any, Any]:
     return model, built
 
 
-def build_fuyu() -> tuple[Any, Any]:
-    # adept/fuyu-8b: 30-pixel patches straight into the decoder, one |SPEAKER| each and |NEWLINE| after each row
-    # (images up to 60 x 60 here); the question, then its beginning-of-answer token
-    from transformers import FuyuConfig, FuyuImageProcessor
-
-    made = tiny_tokenizer(["<unk>", "<s>", "|ENDOFTEXT|", "|SPEAKER|", "|NEWLINE|", "<0x00>", "<0x01>", "<0x02>",
-                           "<0x03>", "<0x04>"], bos="<s>", eos="|ENDOFTEXT|", pad="<unk>", unk="<unk>", adds_bos=True)
-    image_processor = FuyuImageProcessor(size={"height": 60, "width": 60})
-    processor = processor_of("FuyuProcessor", image_processor=image_processor, tokenizer=made)
-    image, eos = token_ids(made, "|SPEAKER|", "|ENDOFTEXT|")
-    config = tiny_config(FuyuConfig, {
-        "text_config": {"model_type": "persimmon", "vocab_size": len(made), "bos_token_id": made.bos_token_id,
-                        "eos_token_id": eos, "pad_token_id": 0},
-        "image_token_id": image, "hidden_size": WIDTH, "patch_size": 30, "image_size": 60})
-    return assemble("FuyuForCausalLM", config, made, processor, ["|ENDOFTEXT|"])
-
-
 def build_emu3() -> tuple[Any, Any]:
     # Emu3-community/Emu3-Chat-hf: "You are a helpful assistant. USER: <image>… ASSISTANT:"; a 32-pixel image becomes
     # 4 x 4 VQ codes (downsampled 8 times) spelled as its visual tokens, a row end after each row
@@ -286,5 +269,4 @@ PROMPTED_FAMILIES = {
     "chameleon": build_chameleon,
     "idefics": build_idefics,
     "got_ocr2": build_got_ocr2,
-    "fuyu": build_fuyu,
 }

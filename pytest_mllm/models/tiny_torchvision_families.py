@@ -54,16 +54,17 @@ _MISTRAL_TEMPLATE = chat_template({"system": ("[SYSTEM_PROMPT]", "[/SYSTEM_PROMP
 
 def _pixtral_family(config_name: str, model_name: str, template: str, changes: dict[str, Any],
                     merge: int = 2) -> tuple[Any, Any]:
-    """A Pixtral vision tower's family: 16-pixel patches, merged `merge` x `merge`, rows ended by [IMG_BREAK]."""
+    """A Pixtral vision tower's family: 8-pixel patches, merged `merge` x `merge`, rows ended by [IMG_BREAK] (an image of
+    a single merged patch fails in transformers 5.24's Mistral 3: its features are squeezed to one dimension)."""
     import transformers
     from transformers import PixtralImageProcessor
 
     made = tiny_tokenizer(_MISTRAL_TOKENS, bos="<s>", eos="</s>", pad="<unk>", unk="<unk>")
-    image_processor = PixtralImageProcessor(size={"longest_edge": 64}, patch_size={"height": 16, "width": 16})
-    processor = processor_of("PixtralProcessor", image_processor=image_processor, tokenizer=made, patch_size=16,
+    image_processor = PixtralImageProcessor(size={"longest_edge": 64}, patch_size={"height": 8, "width": 8})
+    processor = processor_of("PixtralProcessor", image_processor=image_processor, tokenizer=made, patch_size=8,
                              spatial_merge_size=merge, chat_template=template)
     image, eos, pad = token_ids(made, "[IMG]", "</s>", "<unk>")
-    settings = {"vision_config": {"image_size": 64, "patch_size": 16, "head_dim": 8},
+    settings = {"vision_config": {"image_size": 64, "patch_size": 8, "head_dim": 8},
                 "text_config": {"vocab_size": len(made), "bos_token_id": made.bos_token_id, "eos_token_id": eos,
                                 "pad_token_id": pad, "head_dim": 8},
                 "image_token_index": image, "spatial_merge_size": merge}

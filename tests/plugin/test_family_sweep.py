@@ -23,7 +23,7 @@ from transformers import CONFIG_MAPPING  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES  # noqa: E402
 
 from pytest_mllm.models.families import conventions_for  # noqa: E402
-from pytest_mllm.models.tiny_families import FAMILY_BUILDERS, missing_requirements  # noqa: E402
+from pytest_mllm.models.tiny_families import FAMILY_BUILDERS, UNCHECKED, missing_requirements  # noqa: E402
 
 RESULTS = "PYTEST_MLLM_FAMILY_RESULTS"
 
@@ -45,10 +45,10 @@ def test_family(pytester: pytest.Pytester, family_folder: Callable[[str], Path],
         CONFIG_MAPPING[model_type]().save_pretrained(folder)
         _record(check_refused(pytester, model_type, folder, refused))
         return
-    if model_type not in FAMILY_BUILDERS:
-        why = f"{model_type}: no tiny model yet (models/tiny_families.py); it runs with the default conventions, unchecked"
-        _record(Outcome(model_type, "unchecked", why))
-        pytest.skip(why)
+    if model_type in UNCHECKED:
+        _record(Outcome(model_type, "unchecked", UNCHECKED[model_type]))
+        pytest.skip(f"{model_type} has no tiny model: {UNCHECKED[model_type]}")
+    assert model_type in FAMILY_BUILDERS, f"{model_type}: no tiny model, no refusal, no reason (models/tiny_families.py)"
     missing = missing_requirements(model_type)
     if missing:
         why = (f"{model_type}'s tiny model needs {' and '.join(missing)}, not installed here "
