@@ -75,8 +75,6 @@ CARDS: dict[str, Card] = {
     "kosmos-2.5": Card("<ocr>", one_image=True, extra={"drop": ("height", "width")}),
     # PaddlePaddle/PP-FormulaNet_plus-L_safetensors: the image alone
     "pp_formulanet": Card(None, one_image=True),
-    # adept/fuyu-8b: the question then a newline
-    "fuyu": Card("{q}\n", one_image=True),
 }
 
 
