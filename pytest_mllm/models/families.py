@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +174,80 @@ FAMILIES: dict[str, Conventions] = {
 }
 
 
+# the checkpoint transformers 5.24's docs name for each family prompted by default (its chat template): the
+# source of those conventions
+DOCUMENTED_CHECKPOINTS: dict[str, str] = {
+    "apertus1p5": "swiss-ai/Apertus-v1.5-8B",
+    "aria": "rhymes-ai/Aria",
+    "aya_vision": "CohereForAI/aya-vision-8b",
+    "cohere2_vision": "CohereLabs/command-a-vision-07-2025",
+    "cohere_compass": "CohereLabs/North-Micro-Vision-Instruct",
+    "cosmos3_omni": "nvidia/Cosmos3-Nano",
+    "deepseek_ocr2": "deepseek-community/DeepSeek-OCR-2",
+    "deepseek_vl": "deepseek-community/deepseek-vl-1.3b-chat",
+    "deepseek_vl_hybrid": "deepseek-community/deepseek-vl-7b-chat",
+    "dots3_note": "dots-studio/dots3-note-prev",
+    "ernie4_5_vl_moe": "baidu/ERNIE-4.5-VL-28B-A3B-PT",
+    "exaone4_5": "LGAI-EXAONE/EXAONE-4.5-33B",
+    "fast_vlm": "KamilaMila/FastVLM-7B",
+    "gemma3n": "google/gemma-3n-E4B",
+    "gemma4": "google/gemma-4-e2b-it",
+    "gemma4_unified": "google/gemma-4-12B-it",
+    "glm46v": "zai-org/GLM-4.1V-9B-Thinking",
+    "glm4v": "zai-org/GLM-4.1V-9B-Thinking",
+    "glm4v_moe": "zai-org/GLM-4.5V",
+    "glm5_next": "zai-org/GLM-5.3-Flash",
+    "glm_ocr": "zai-org/GLM-OCR",
+    "glmga": "zai-org/GLM-4.1V-9B-Thinking",
+    "granite_docling": "ibm-granite/granite-for-docling-500m",
+    "hy_v4_vl": "tencent/Hy4",
+    "hyperclovax_vision_v2": "naver-hyperclovax/HyperCLOVAX-SEED-Think-32B",
+    "inkling2": "thinkingmachines/Inkling-2-Small-MXFP8",
+    "inkling2_loop": "thinkingmachines/Inkling-2-Mini",
+    "janus": "deepseek-community/Janus-Pro-1B",
+    "kimi_k25": "moonshotai/Kimi-K2.6",
+    "lfm2_vl": "LiquidAI/LFM2-VL-1.6B",
+    "lfm3_vl": "LiquidAI/LFM3-VL-2B",
+    "lighton_ocr": "lightonai/LightOnOCR-1B-1025",
+    "llama4": "meta-llama/Llama-4-Scout-17B-16E",
+    "llava_next_video": "llava-hf/LLaVA-NeXT-Video-7B-hf",
+    "minicpm_ocr": "openbmb/MiniCPM-OCR-1.0",
+    "minicpmv4_6": "openbmb/MiniCPM-V-4.6",
+    "minicpmv4_7": "openbmb/MiniCPM-V-4.7-1B",
+    "minimax_m3_vl": "MiniMaxAI/MiniMax-M3",
+    "mistral3": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+    "mistral_large4": "mistralai/Mistral-Large-4-1T-A52B",
+    "molmo2": "allenai/Molmo2-8B",
+    "muse_glimmer": "meta-models/Muse-Glimmer-30B",
+    "muse_spark": "meta-models/Muse-Spark-Open-816B-A42B",
+    "nemotron_h_omni": "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16",
+    "ovis2": "thisisiron/Ovis2-1B-hf",
+    "paddleocr_vl": "PaddlePaddle/PaddleOCR-VL",
+    "perception_lm": "facebook/Perception-LM-1B",
+    "pix2struct": "google/pix2struct-base",
+    "qianfan_ocr": "baidu/Qianfan-OCR",
+    "qwen2_5_omni_thinker": "Qwen/Qwen2.5-Omni-7B",
+    "qwen3_5": "Qwen/Qwen3.5-27B",
+    "qwen3_5_moe": "Qwen/Qwen3.5-35B-A3B",
+    "qwen3_omni_moe_thinker": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    "qwen3_vl_moe": "Qwen/Qwen3-VL-30B-A3B-Instruct",
+    "qwen4_exp": "Qwen/Qwen4-Exp",
+    "step3p7": "stepfun-ai/Step-3.7-Flash",
+    "t5gemma2": "google/t5gemma-2-270m-270m",
+    "unlimited_ocr": "baidu/Unlimited-OCR",
+    "video_llama_3": "lkhl/VideoLLaMA3-2B-Image-HF",
+    "video_llava": "LanguageBind/Video-LLaVA-7B-hf",
+    "vipllava": "llava-hf/vip-llava-7b-hf",
+}
+
+
 def conventions_for(model_type: str | None) -> Conventions:
-    """The conventions of a `model_type` (the default for families not listed)."""
-    return FAMILIES.get(model_type or "", DEFAULT)
+    """The conventions of a `model_type` (the default for families not listed, its source naming the family's
+    documented checkpoint where there is one)."""
+    if model_type in FAMILIES:
+        return FAMILIES[model_type]
+    checkpoint = DOCUMENTED_CHECKPOINTS.get(model_type or "")
+    return replace(DEFAULT, source=f"{checkpoint}: {_TEMPLATE}") if checkpoint else DEFAULT
 
 
 def folder_model_type(folder: Path) -> str | None:

@@ -27,7 +27,7 @@ def family_table(results: dict[str, Any]) -> str:
 
     families = results["families"]
     counts = Counter(outcome["status"] for outcome in families.values())
-    environment = ", ".join(f"{name} {version}" for name, version in results["environment"].items())
+    environment = ", ".join(f"{name} {version}" for name, version in sorted(results["environment"].items()))
     lines = [BEGIN, "",
              f"{len(families)} families (transformers' `MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES`), checked with "
              f"{environment}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", "",

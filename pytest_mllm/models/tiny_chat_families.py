@@ -28,7 +28,7 @@ def build_qwen3_vl_moe() -> tuple[Any, Any]:
 
 
 def build_cosmos3_omni() -> tuple[Any, Any]:
-    # nvidia/Cosmos3-Omni: Qwen3-VL's processor and turns (its model card's usage)
+    # nvidia/Cosmos3-Nano: Qwen3-VL's processor and turns (the usage transformers' docs show)
     return qwen_vl("Cosmos3OmniConfig", "Cosmos3OmniForConditionalGeneration", "Qwen3VLProcessor", chatml(_QWEN_IMAGE),
                    patch=16, vision={**_QWEN3_VISION, "deepstack_visual_indexes": [1]},
                    text={"head_dim": 8, "rope_parameters": _INTERLEAVED_MROPE})
@@ -172,7 +172,7 @@ def build_hyperclovax_vision_v2() -> tuple[Any, Any]:
 
 
 def build_lfm3_vl() -> tuple[Any, Any]:
-    # LiquidAI/LFM3-VL: ChatML turns after <|startoftext|>
+    # LiquidAI/LFM3-VL-2B: ChatML turns after <|startoftext|>
     return _chatml_family("Lfm3VlConfig", "Lfm3VlForConditionalGeneration", "Lfm3VlProcessor",
                           qwen_image_processor(patch=16), chatml(_QWEN_IMAGE, bos="<|startoftext|>"),
                           {**_QWEN_IDS, "vision_start_token_id": "<|vision_start|>",
@@ -363,7 +363,7 @@ def _granite_template(image: str) -> str:
 
 
 def build_granite_docling() -> tuple[Any, Any]:
-    # ibm-granite/granite-docling-258M: Granite's turns; a 64-pixel tile of 4 x 4 patches, pixel-shuffled by 4 into
+    # ibm-granite/granite-for-docling-500m: Granite's turns; a 64-pixel tile of 4 x 4 patches, pixel-shuffled by 4 into
     # one token
     from transformers import GraniteDoclingConfig, GraniteDoclingImageProcessor
 
@@ -385,7 +385,7 @@ def build_granite_docling() -> tuple[Any, Any]:
 
 
 def build_granite4_vision() -> tuple[Any, Any]:
-    # ibm-granite/granite-4.0-3b-vision: Granite's turns, "<image>" per image; LLaVA-NeXT tiles of 32 pixels
+    # Granite 4 Vision: Granite's turns, "<image>" per image; LLaVA-NeXT tiles of 32 pixels
     from transformers import Granite4VisionConfig, LlavaNextImageProcessor
 
     made = tiny_tokenizer(_GRANITE_TOKENS + ["<image>"], bos=None, eos="<|end_of_text|>", pad="<|pad|>",
@@ -444,7 +444,7 @@ def build_hunyuan_vl() -> tuple[Any, Any]:
 
 
 def build_hy_v4_vl() -> tuple[Any, Any]:
-    # tencent/Hunyuan-V4-VL: Hunyuan's turns, Qwen-style image pads
+    # tencent/Hy4: Hunyuan's turns, Qwen-style image pads
     from transformers import HYV4VLConfig, HYV4VLImageProcessor
 
     made = tiny_tokenizer(_HUNYUAN_TOKENS + QWEN_TOKENS[3:], bos="<｜hy_begin▁of▁sentence｜>",
@@ -599,14 +599,14 @@ def build_qianfan_ocr() -> tuple[Any, Any]:
 
 
 def build_video_llama_3() -> tuple[Any, Any]:
-    # DAMO-NLP-SG/VideoLLaMA3-2B-Image-hf: ChatML turns; images of 14-pixel patches, unmerged
+    # lkhl/VideoLLaMA3-2B-Image-HF: ChatML turns; images of 14-pixel patches, unmerged
     return _chatml_family("VideoLlama3Config", "VideoLlama3ForConditionalGeneration", "VideoLlama3Processor",
                           qwen_image_processor("VideoLlama3ImageProcessor", patch=14, merge=1, temporal=1),
                           chatml(_QWEN_IMAGE), _QWEN_IDS, changes={"vision_config": {"patch_size": 14}})
 
 
 def build_cohere_compass() -> tuple[Any, Any]:
-    # CohereLabs/command-a-vision (Compass): Command-R's turns, each image between its vision marks
+    # CohereLabs/North-Micro-Vision-Instruct: Command-R's turns, each image between its vision marks
     from transformers import CohereCompassConfig
 
     marks = ["<|VISION_START|>", "<|VISION_END|>", "<|IMAGE_PAD|>", "<|VIDEO_PAD|>"]

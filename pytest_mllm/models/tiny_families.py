@@ -374,7 +374,7 @@ def build_t5gemma2() -> tuple[Any, Any]:
 
 
 def _gemma4(prefix: str, vision: dict[str, Any] | None = None, **text: Any) -> tuple[Any, Any]:
-    """Gemma 4 and Gemma 4 Unified (google/gemma-4-E2B-it): Gemma's turns, the image's soft tokens between its marks
+    """Gemma 4 and Gemma 4 Unified (google/gemma-4-e2b-it): Gemma's turns, the image's soft tokens between its marks
     (up to 70, its smallest budget, each pooling 3 x 3 patches of 16 pixels); the processor's audio part kept,
     its video part dropped."""
     import transformers

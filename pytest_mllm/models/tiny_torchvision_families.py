@@ -77,7 +77,7 @@ def build_mistral3() -> tuple[Any, Any]:
 
 
 def build_mistral_large4() -> tuple[Any, Any]:
-    # mistralai/Mistral-Large-3: Mistral's turns; a DeepSeek-V3-shaped text model
+    # mistralai/Mistral-Large-4-1T-A52B: Mistral's turns; a DeepSeek-V3-shaped text model
     return _pixtral_family("MistralLarge4Config", "MistralLarge4ForConditionalGeneration", _MISTRAL_TEMPLATE,
                            {"text_config": {"num_key_value_heads": 4, "kv_source_layers": None}})
 
@@ -149,7 +149,7 @@ def build_cohere2_vision() -> tuple[Any, Any]:
 
 
 def build_molmo2() -> tuple[Any, Any]:
-    # allenai/Molmo2-4B: ChatML turns, "<|image|>" per image; one 28-pixel crop of 2 x 2 patches pooled into one
+    # allenai/Molmo2-8B: ChatML turns, "<|image|>" per image; one 28-pixel crop of 2 x 2 patches pooled into one
     # token, and its low-resolution view
     from transformers import Molmo2Config, Molmo2ImageProcessor
 
@@ -172,7 +172,7 @@ def build_molmo2() -> tuple[Any, Any]:
 
 
 def build_kimi_k25() -> tuple[Any, Any]:
-    # moonshotai/Kimi-K2.5: "<|im_user|>user<|im_middle|>…<|im_end|><|im_assistant|>assistant<|im_middle|>", each
+    # moonshotai/Kimi-K2.6: "<|im_user|>user<|im_middle|>…<|im_end|><|im_assistant|>assistant<|im_middle|>", each
     # image as <|media_pad|> between its media marks; a DeepSeek-V3-shaped text model
     from transformers import Kimi_K25Config, Kimi_K25ImageProcessor
 
@@ -198,7 +198,7 @@ def build_kimi_k25() -> tuple[Any, Any]:
 
 
 def build_step3p7() -> tuple[Any, Any]:
-    # stepfun-ai/Step3-VL: "<|BOT|>user\n<im_patch>…<|EOT|><|BOT|>assistant\n"; a 56-pixel global view of 4 x 4
+    # stepfun-ai/Step-3.7-Flash: "<|BOT|>user\n<im_patch>…<|EOT|><|BOT|>assistant\n"; a 56-pixel global view of 4 x 4
     # patches downsampled 4 x 4 into one token, 56-pixel local crops likewise
     from transformers import Step3p7Config, Step3p7ImageProcessor
 
@@ -225,7 +225,7 @@ def build_minicpm_ocr() -> tuple[Any, Any]:
 
 
 def build_unlimited_ocr() -> tuple[Any, Any]:
-    # the DeepSeek-OCR lineage: DeepSeek's turns, "<image>\n" per image; a 64-pixel global view of 4 x 4 SAM patches
+    # baidu/Unlimited-OCR: DeepSeek's turns, "<image>\n" per image; a 64-pixel global view of 4 x 4 SAM patches
     # downsampled into one query and its row's end, no local crops
     from transformers import UnlimitedOcrConfig, UnlimitedOcrImageProcessor
 
@@ -293,7 +293,7 @@ def build_perception_lm() -> tuple[Any, Any]:
 
 
 def build_fast_vlm() -> tuple[Any, Any]:
-    # apple/FastVLM-0.5B (its -hf conversion): LLaVA's processor with ChatML turns, "<image>\n" per image; a timm
+    # KamilaMila/FastVLM-7B: LLaVA's processor with ChatML turns, "<image>\n" per image; a timm
     # FastViT-HD downsampling 64 times: a 128-pixel image is 4 tokens
     from transformers import CLIPImageProcessor, FastVlmConfig
 
@@ -343,7 +343,7 @@ def build_inkling2_loop() -> tuple[Any, Any]:
 
 
 def build_minimax_m3_vl() -> tuple[Any, Any]:
-    # MiniMaxAI/MiniMax-M3-VL: "]~!b[]~b]user\n…[e~[\n" turns, each image between its start and end marks;
+    # MiniMaxAI/MiniMax-M3: "]~!b[]~b]user\n…[e~[\n" turns, each image between its start and end marks;
     # Qwen-style 14-pixel patches merged 2 x 2
     from transformers import MiniMaxM3VLConfig
 
@@ -364,7 +364,8 @@ def build_minimax_m3_vl() -> tuple[Any, Any]:
 
 
 def build_muse_glimmer() -> tuple[Any, Any]:
-    # Llama 4's header turns; Qwen-style 14-pixel patches merged 2 x 2, each image between its start and end marks
+    # meta-models/Muse-Glimmer-30B: Llama 4's header turns; Qwen-style 14-pixel patches merged 2 x 2, each image
+    # between its start and end marks
     from transformers import MuseGlimmerConfig, MuseGlimmerImageProcessor
 
     marks = ["<|patch|>", "<|image_start|>", "<|image_end|>", "<|video|>", "<|vid_frame_separator|>", "<|vid_start|>",
