@@ -174,7 +174,10 @@ def describe_reference(folder: Path) -> str:
                or getattr(config.get_text_config(), "is_encoder_decoder", False) else "decodes the new tokens")
     if card is None:
         extra = "".join(f", {k}={v}" for k, v in CHAT_EXTRA.get(model_type, {}).items())
-        return f"`apply_chat_template(tokenize=True{extra})`; {decoded}"
+        task = f", the text {CHAT_TASK[model_type]!r} for every question" if model_type in CHAT_TASK else ""
+        return f"`apply_chat_template(tokenize=True{extra})`{task}; {decoded}"
+    if card.text is None:
+        decoded = "decodes all `generate` returns (it was given no text)"
     if card.idefics:
         call = f"`processor(text=[{card.text!r} with the images at {{img}}])`"
     elif card.extra.get("git"):
@@ -184,4 +187,5 @@ def describe_reference(folder: Path) -> str:
     else:
         call = f"`processor(text={card.text!r}, images=…)`"
     stops = f"; stops at {', '.join(card.eos)}" if card.eos else ""
+    stops += f"; drops {', '.join(card.extra['drop'])} before `generate`" if card.extra.get("drop") else ""
     return f"{call}{stops}; {decoded}" + ("; one image per prompt" if card.one_image else "")
