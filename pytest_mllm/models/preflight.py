@@ -85,6 +85,7 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
             if problem is not None:
                 raise ModelUnavailable(f"--mllm={spec}: the weights file {weights.name} in {folder / subfolder} {problem}; "
                                        "copy or download the model again")
+        _check_family(spec, folder / subfolder)
         return
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         from pytest_mllm.models.identity import hub_commit
@@ -94,6 +95,22 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
             raise ModelUnavailable(f"--mllm={spec}: {source} is not in the Hugging Face cache and HF_HUB_OFFLINE is "
                                    f"set; download it first (`hf download {source}`), or pass a local folder "
                                    "with hf:/path/to/folder")
+    revision = model_args.loading.get("revision") if model_args else None
+    from pytest_mllm.models.identity import try_cached
+
+    cached = try_cached(source, "config.json", revision)
+    if isinstance(cached, str):
+        _check_family(spec, Path(cached).parent)
+
+
+def _check_family(spec: str, folder: Path) -> None:
+    """A family pytest-mllm does not run (models/families.py) is refused with its reason, before loading."""
+    from pytest_mllm.models.families import conventions_for, folder_model_type
+
+    model_type = folder_model_type(folder)
+    refused = conventions_for(model_type).refused
+    if refused:
+        raise ModelUnavailable(f"--mllm={spec}: its family ({model_type}) cannot be run on a benchmark: {refused}")
 
 
 _LONGEST_HEADER = 100_000_000  # bytes; safetensors itself refuses longer headers
