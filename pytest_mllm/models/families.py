@@ -97,7 +97,7 @@ FAMILIES: dict[str, Conventions] = {
                                 source="Salesforce/instructblip-vicuna-7b's model card: the instruction as the text"),
     "git": Conventions(chat_template=False, prompt_format="[CLS]{prompt}", call_kwargs={"add_special_tokens": False},
                        max_images=1,
-                       source="transformers' GIT docs (microsoft/git-base-textvqa): [CLS] and the question's tokens, "
+                       source="transformers' GIT docs (its visual question answering example): [CLS] and the question's tokens, "
                               "no [SEP]"),
     # its processor puts the image tokens at a fixed place in each row, right after the BOS: a left-padded batch
     # would move them, so its prompts are answered one at a time
