@@ -276,10 +276,10 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
 
 def _registries() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The parser and metric names registered now (read at each validation, never at import)."""
-    from pytest_mllm.scoring.metrics import KNOWN_METRICS
-    from pytest_mllm.scoring.parsers import PARSERS
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
 
-    return tuple(PARSERS), tuple(KNOWN_METRICS)
+    return tuple(PARSERS.names()), known_metrics()
 
 
 # --- the spec file's model ------------------------------------------------------------------------

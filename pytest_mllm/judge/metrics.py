@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from pytest_mllm.judge.agreement import agreement, cohen_kappa
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 
 
 def judge_metrics(records: Sequence[Record]) -> dict[str, Any]:
@@ -59,6 +59,7 @@ def has_open_answers(records: Sequence[Record]) -> bool:
     return any(r.get("answer_type") == "open" for r in records)
 
 
+@metric("judge", section=True, applies=has_open_answers, keys=("judge",))
 def judge_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `judge`: `judge_metrics` over the benchmark's records."""
     return {"judge": judge_metrics(benchmark.records)}

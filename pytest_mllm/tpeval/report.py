@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 
 
 def tp_metrics(records: Sequence[Record]) -> dict[str, Any]:
@@ -56,6 +56,7 @@ def has_original_answers(records: Sequence[Record]) -> bool:
     return any(r.get("original") for r in records)
 
 
+@metric("tp_eval", section=True, applies=has_original_answers, declarable=False, keys=("tp_eval",))
 def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `tp_eval`: `tp_metrics` over the benchmark's records."""
     return {"tp_eval": tp_metrics(benchmark.records)}

@@ -1,0 +1,127 @@
+"""Registries: named entries of one kind (loaders, answer parsers, metrics, model kinds), each registered
+where it is defined by a decorator at a module's top level, such as
+
+    @metric("pope", requires=("pope_undefined",), keys=(...))
+    def scope_pope(scope: ScopeView) -> Scope: ...
+
+Generic code asks a registry for a name and never imports the module that defines it. The registry
+knows that module without importing anything: its index is read from the package's source, every
+top-level line `@<decorator>("<name>"` (`declarations()`), and the module is imported when one of its
+entries is first asked for. Adding an entry is one module; the architecture test reads the same index
+to check that each entry's module registers exactly what the index says (no import hidden in a string).
+Entries registered at run time (a plugin's, a test's) join the index after the package's own.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+PACKAGE = Path(__file__).resolve().parent
+_DECLARATION = re.compile(r"""^@(\w+)\(\s*["']([^"'\s]+)["']""", re.MULTILINE)
+
+E = TypeVar("E")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One registration found in the package's source: `@decorator("name"` at the top of `module`."""
+
+    decorator: str
+    name: str
+    module: str
+
+
+@functools.cache
+def declarations() -> tuple[Declaration, ...]:
+    """Every top-level `@decorator("name"` line of the package's modules, by module name, then in source order."""
+    found: list[Declaration] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "\n@" not in text:
+            continue
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found.extend(Declaration(decorator, name, module) for decorator, name in _DECLARATION.findall(text))
+    return tuple(found)
+
+
+class UnknownName(KeyError):
+    """A name no entry of a registry has; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Registry(Generic[E]):
+    """The entries of one kind, by name: registered by their modules' decorators, imported on first use."""
+
+    def __init__(self, kind: str, *decorators: str) -> None:
+        self.kind = kind  # what an entry is, in messages ("loader", "answer parser", "metric", "model kind")
+        self.decorators = decorators  # the decorators that register an entry here
+        self._entries: dict[str, E] = {}
+        self._added: dict[str, str] = {}  # name → module, for entries registered at run time
+        self.version = 0  # counts the entries added and removed: what was computed from them is stale when it moves
+        self._every: tuple[int, dict[str, E]] | None = None
+
+    def add(self, name: str, entry: E, module: str) -> None:
+        """Register `entry` as `name`, defined in `module` (what the decorators call)."""
+        owner = self.index().get(name)
+        if name in self._entries or (owner is not None and owner != module):
+            raise ValueError(f"{self.kind} {name!r} is already registered (by {owner})")
+        self._entries[name] = entry
+        if name not in self._package_index():
+            self._added[name] = module
+        self.version += 1
+
+    def remove(self, name: str) -> None:
+        """Forget an entry registered at run time (a test's, once it is done)."""
+        if name not in self._added:
+            raise ValueError(f"{self.kind} {name!r} was not registered at run time")
+        del self._added[name], self._entries[name]
+        self.version += 1
+
+    def _package_index(self) -> dict[str, str]:
+        return {d.name: d.module for d in declarations() if d.decorator in self.decorators}
+
+    def index(self) -> dict[str, str]:
+        """name → the module defining it: the package's entries in order (modules by name, then source
+        order), then those registered at run time. Nothing is imported."""
+        return {**self._package_index(), **self._added}
+
+    def names(self) -> list[str]:
+        return list(self.index())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.index()
+
+    def get(self, name: str) -> E:
+        """The entry registered as `name`, its module imported if need be; UnknownName lists the known names."""
+        if name not in self._entries:
+            module = self.index().get(name)
+            if module is None:
+                raise UnknownName(self.unknown(name))
+            importlib.import_module(module)  # its decorator registers the entry
+            if name not in self._entries:
+                raise LookupError(f"{module} declares {self.kind} {name!r} but did not register it")
+        return self._entries[name]
+
+    def entries(self) -> dict[str, E]:
+        """Every entry, in index order (each defining module imported); kept until an entry is added or
+        removed, so do not change it."""
+        if self._every is None or self._every[0] != self.version:
+            every = {name: self.get(name) for name in self.names()}
+            self._every = (self.version, every)
+        return self._every[1]
+
+    def unknown(self, name: str) -> str:
+        """The message for a name no entry has: the closest known name, then all of them."""
+        names = self.names()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown {self.kind} {name!r}{hint} (known: {', '.join(sorted(names))})"
