@@ -66,6 +66,7 @@ class Registry(Generic[E]):
         self.decorators = decorators  # the decorators that register an entry here
         self._entries: dict[str, E] = {}
         self._added: dict[str, str] = {}  # name → module, for entries registered at run time
+        self._modules: dict[str, str] = {}  # name → the module that registered it
         self.version = 0  # counts the entries added and removed: what was computed from them is stale when it moves
         self._every: tuple[int, dict[str, E]] | None = None
 
@@ -75,6 +76,7 @@ class Registry(Generic[E]):
         if name in self._entries or (owner is not None and owner != module):
             raise ValueError(f"{self.kind} {name!r} is already registered (by {owner})")
         self._entries[name] = entry
+        self._modules[name] = module
         if name not in self._package_index():
             self._added[name] = module
         self.version += 1
@@ -83,7 +85,7 @@ class Registry(Generic[E]):
         """Forget an entry registered at run time (a test's, once it is done)."""
         if name not in self._added:
             raise ValueError(f"{self.kind} {name!r} was not registered at run time")
-        del self._added[name], self._entries[name]
+        del self._added[name], self._entries[name], self._modules[name]
         self.version += 1
 
     def _package_index(self) -> dict[str, str]:
@@ -118,6 +120,10 @@ class Registry(Generic[E]):
             every = {name: self.get(name) for name in self.names()}
             self._every = (self.version, every)
         return self._every[1]
+
+    def registered_by(self, module: str) -> dict[str, E]:
+        """The entries `module` has registered so far, in the order it did."""
+        return {name: self._entries[name] for name, by in self._modules.items() if by == module}
 
     def unknown(self, name: str) -> str:
         """The message for a name no entry has: the closest known name, then all of them."""

@@ -46,7 +46,7 @@ from typing import BinaryIO, NamedTuple
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.loaders.cells import read_column
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _OPTION_LETTERS = string.ascii_uppercase  # VLMEvalKit reads every column A … Z as an option
@@ -212,6 +212,9 @@ def cell_list(cell: str, field: str) -> list[str]:
     return [item.strip() for item in items]
 
 
+@loader("tsv", about="base64 images: MMBench, POPE, …", data_file="",
+        options={"split": "", "task": "", "task_column": "", "task_separator": "",
+                 "task_names": "the tasks the reference scores", "question_type_column": ""})
 def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of `data.file` (relative to the data root), one per row, in file order."""
     assert root is not None

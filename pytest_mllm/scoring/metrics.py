@@ -106,6 +106,7 @@ class Metric:
     # a gate may then name anything); a section metric's: the first parts of the flat keys its sections give.
     keys: tuple[str, ...] | None = None
     twin: CountTwin | None = None  # its values from per-unit counts: the bootstrap's fast path
+    headline: str | None = None  # the value shown as the result of a benchmark declaring it (unless it names one)
 
 
 # The registered metrics, by name. Within a scope, values appear in the registry's order (modules by
@@ -117,10 +118,11 @@ ACCURACY = "accuracy"  # always reported, never registered
 
 def metric(name: str, *, section: bool = False, requires: tuple[str, ...] = (),
            applies: Callable[[Sequence[Record]], bool] | None = None, declarable: bool = True,
-           keys: tuple[str, ...] | None = None, twin: CountTwin | None = None) -> Callable[[Callable[[Any], Any]], Any]:
+           keys: tuple[str, ...] | None = None, twin: CountTwin | None = None,
+           headline: str | None = None) -> Callable[[Callable[[Any], Any]], Any]:
     """Register the decorated function as metric `name` (see `Metric` for the arguments)."""
     def register_function(compute: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        register(Metric(name, compute, section, requires, applies, declarable, keys, twin))
+        register(Metric(name, compute, section, requires, applies, declarable, keys, twin, headline))
         return compute
 
     return register_function

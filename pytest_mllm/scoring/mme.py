@@ -90,7 +90,8 @@ def counted_mme_score(scope: CountScope) -> dict[str, Any]:
     return {}
 
 
-@metric("mme_score", requires=("accuracy_plus",), keys=("score",), twin=CountTwin(values=counted_mme_score))
+@metric("mme_score", requires=("accuracy_plus",), keys=("score",), twin=CountTwin(values=counted_mme_score),
+        headline="score")
 def scope_mme_score(scope: ScopeView) -> Scope:
     """`score`: a task's 0–200 score where it has pairs; a group's (perception, cognition) and the
     overall total as the sum of the task or group scores below them. Categories get none."""
