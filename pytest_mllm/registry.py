@@ -18,8 +18,10 @@ import difflib
 import functools
 import importlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Generic, TypeVar
 
 PACKAGE = Path(__file__).resolve().parent
@@ -67,16 +69,22 @@ class Registry(Generic[E]):
         self._entries: dict[str, E] = {}
         self._added: dict[str, str] = {}  # name → module, for entries registered at run time
         self._modules: dict[str, str] = {}  # name → the module that registered it
+        self._loaded: dict[str, ModuleType | None] = {}  # name → that module's object when it did
         self.version = 0  # counts the entries added and removed: what was computed from them is stale when it moves
         self._every: tuple[int, dict[str, E]] | None = None
 
     def add(self, name: str, entry: E, module: str) -> None:
-        """Register `entry` as `name`, defined in `module` (what the decorators call)."""
-        owner = self.index().get(name)
-        if name in self._entries or (owner is not None and owner != module):
+        """Register `entry` as `name`, defined in `module` (what the decorators call). A module executed
+        again (reloaded, or imported afresh after its removal from `sys.modules`, as pytester's in-process
+        runs do) replaces its entries; registering a name twice otherwise is an error."""
+        owner = self.index().get(name) or self._modules.get(name)
+        loaded = sys.modules.get(module)
+        again = name in self._entries and owner == module and self._loaded[name] is not loaded
+        if (name in self._entries and not again) or (owner is not None and owner != module):
             raise ValueError(f"{self.kind} {name!r} is already registered (by {owner})")
         self._entries[name] = entry
         self._modules[name] = module
+        self._loaded[name] = loaded
         if name not in self._package_index():
             self._added[name] = module
         self.version += 1
@@ -85,7 +93,7 @@ class Registry(Generic[E]):
         """Forget an entry registered at run time (a test's, once it is done)."""
         if name not in self._added:
             raise ValueError(f"{self.kind} {name!r} was not registered at run time")
-        del self._added[name], self._entries[name], self._modules[name]
+        del self._added[name], self._entries[name], self._modules[name], self._loaded[name]
         self.version += 1
 
     def _package_index(self) -> dict[str, str]:
