@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -43,14 +44,25 @@ class Declaration:
 def declarations() -> tuple[Declaration, ...]:
     """Every top-level `@decorator("name"` line of the package's modules, by module name, then in source order."""
     found: list[Declaration] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if "\n@" not in text:
-            continue
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found.extend(Declaration(decorator, name, module) for decorator, name in _DECLARATION.findall(text))
+    for module, path in sorted(_sources(str(PACKAGE), PACKAGE.name)):
+        with open(path, encoding="utf-8") as source:
+            text = source.read()
+        if "\n@" in text:
+            found.extend(Declaration(decorator, name, module) for decorator, name in _DECLARATION.findall(text))
     return tuple(found)
+
+
+def _sources(folder: str, package: str) -> list[tuple[str, str]]:
+    """(module name, path) of each .py file of a package folder and of its subpackages (folders without
+    `__init__.py`, such as the shipped model weights, are not walked)."""
+    found: list[tuple[str, str]] = []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".py") and entry.is_file():
+            stem = entry.name[:-3]
+            found.append((package if stem == "__init__" else f"{package}.{stem}", entry.path))
+        elif entry.is_dir() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+            found.extend(_sources(entry.path, f"{package}.{entry.name}"))
+    return found
 
 
 class UnknownName(KeyError):
@@ -67,7 +79,6 @@ class Registry(Generic[E]):
         self.kind = kind  # what an entry is, in messages ("loader", "answer parser", "metric", "model kind")
         self.decorators = decorators  # the decorators that register an entry here
         self._entries: dict[str, E] = {}
-        self._added: dict[str, str] = {}  # name → module, for entries registered at run time
         self._modules: dict[str, str] = {}  # name → the module that registered it
         self._loaded: dict[str, ModuleType | None] = {}  # name → that module's object when it did
         self.version = 0  # counts the entries added and removed: what was computed from them is stale when it moves
@@ -76,8 +87,12 @@ class Registry(Generic[E]):
     def add(self, name: str, entry: E, module: str) -> None:
         """Register `entry` as `name`, defined in `module` (what the decorators call). A module executed
         again (reloaded, or imported afresh after its removal from `sys.modules`, as pytester's in-process
-        runs do) replaces its entries; registering a name twice otherwise is an error."""
-        owner = self.index().get(name) or self._modules.get(name)
+        runs do) replaces its entries; registering a name twice otherwise is an error. A module of the package
+        is not checked against the index (which would read the source at the plugin's start): the
+        architecture test holds every name declared once."""
+        owner = self._modules.get(name)
+        if owner is None and not module.startswith(PACKAGE.name + "."):
+            owner = self._package_index().get(name)
         loaded = sys.modules.get(module)
         again = name in self._entries and owner == module and self._loaded[name] is not loaded
         if (name in self._entries and not again) or (owner is not None and owner != module):
@@ -85,15 +100,13 @@ class Registry(Generic[E]):
         self._entries[name] = entry
         self._modules[name] = module
         self._loaded[name] = loaded
-        if name not in self._package_index():
-            self._added[name] = module
         self.version += 1
 
     def remove(self, name: str) -> None:
         """Forget an entry registered at run time (a test's, once it is done)."""
-        if name not in self._added:
+        if name not in self._modules or name in self._package_index():
             raise ValueError(f"{self.kind} {name!r} was not registered at run time")
-        del self._added[name], self._entries[name], self._modules[name], self._loaded[name]
+        del self._entries[name], self._modules[name], self._loaded[name]
         self.version += 1
 
     def _package_index(self) -> dict[str, str]:
@@ -102,7 +115,8 @@ class Registry(Generic[E]):
     def index(self) -> dict[str, str]:
         """name → the module defining it: the package's entries in order (modules by name, then source
         order), then those registered at run time. Nothing is imported."""
-        return {**self._package_index(), **self._added}
+        package = self._package_index()
+        return {**package, **{name: module for name, module in self._modules.items() if name not in package}}
 
     def names(self) -> list[str]:
         return list(self.index())

@@ -200,10 +200,12 @@ def test_each_entry_is_registered_by_the_module_the_index_names_which_imports_it
         assert index, f"{home}: no entry declared"
         for module in sorted(set(index.values())):
             importlib.import_module(module)
-            declared = [name for name, at in index.items() if at == module]
-            assert sorted(registry.registered_by(module)) == sorted(declared), (module, registry.kind)
+            here = [name for name, at in index.items() if at == module]
+            assert sorted(registry.registered_by(module)) == sorted(here), (module, registry.kind)
             assert home in graph[module], f"{module} registers {registry.kind}s without importing {home}"
-        assert registry.names() == [d.name for d in declarations() if d.decorator in registry.decorators]
+        declared = [d.name for d in declarations() if d.decorator in registry.decorators]
+        assert len(set(declared)) == len(declared), f"a {registry.kind} name declared twice: {declared}"
+        assert registry.names() == declared
 
 
 def test_no_module_is_imported_by_a_name_in_a_string() -> None:
