@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type", "choices",
@@ -51,6 +51,7 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
     return entries
 
 
+@loader("jsonl", about="JSON Lines or a YAML list of samples, for users' own benchmarks", data_file="")
 def load_jsonl(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of `data.file` (relative to the data root), in file order."""
     assert root is not None

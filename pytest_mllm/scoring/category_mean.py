@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView, accuracy
+from pytest_mllm.scoring.metrics import Scope, ScopeView, accuracy, metric
 
 
+@metric("category_mean", requires=("category",), keys=("category_mean_accuracy",))
 def scope_category_mean(scope: ScopeView) -> Scope:
     """`category_mean_accuracy` in each l2-category scope: the mean over its categories' accuracies."""
     if scope.kind != "l2_category":

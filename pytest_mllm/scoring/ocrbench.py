@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 
 
 def ocrbench_match(answer: str, references: Sequence[str]) -> float:
@@ -31,12 +31,14 @@ def ocrbench_hme_match(answer: str, references: Sequence[str]) -> float:
     return 1.0 if any(r.strip().replace("\n", " ").replace(" ", "") in said for r in references) else 0.0
 
 
+@metric("ocrbench", keys=("ocrbench_score",))
 def scope_ocrbench(scope: ScopeView) -> Scope:
     """`ocrbench_score`: the questions answered right in the scope (overall: OCRBench's score of 1000)."""
     scored = scope.scored
     return {"ocrbench_score": sum(1 for r in scored if r["correct"])} if scored else {}
 
 
+@metric("ocrbench_accuracy", keys=("ocrbench_accuracy",))
 def scope_ocrbench_accuracy(scope: ScopeView) -> Scope:
     """`ocrbench_accuracy` of a task scored by OCRBench's matching: the questions right over 1000, whatever
     the task's size, as lmms-eval's `ocrbench_aggregate_accuracy` returns it (LIME-M's ocrbench subtask

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence, TypedDict
 
 from pytest_mllm.record import Record, RecordPart, Status
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 
 
 class _OriginalFields(TypedDict):
@@ -76,6 +76,7 @@ def has_original_answers(records: Sequence[Record]) -> bool:
     return any(ORIGINAL.get(r) for r in records)
 
 
+@metric("tp_eval", section=True, applies=has_original_answers, declarable=False, keys=("tp_eval",))
 def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `tp_eval`: `tp_metrics` over the benchmark's records."""
     return {"tp_eval": tp_metrics(benchmark.records)}
