@@ -105,6 +105,12 @@ class Registry(Generic[E]):
         self._loaded[name] = loaded
         self.version += 1
 
+    def declare(self, name: str, entry: E) -> E:
+        """Register `entry` as `name` for a declaring call (`register_section("name", …)`, which calls this):
+        defined in the module making that call."""
+        self.add(name, entry, sys._getframe(2).f_globals["__name__"])
+        return entry
+
     def remove(self, name: str) -> None:
         """Forget an entry registered at run time (a test's, once it is done)."""
         if name not in self._modules or name in self._package_index():

@@ -20,7 +20,6 @@ plugin or a conftest registers its own the same way.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +171,7 @@ def register_section(name: str, section: Section) -> Section:
     clash = next((c.key for c in section.columns if c.key in owners), None)
     if clash is not None:
         raise ValueError(f"section {name!r}: column {clash!r} is another section's ({owners[clash]!r})")
-    SECTIONS.add(name, section, sys._getframe(1).f_globals["__name__"])
-    return section
+    return SECTIONS.declare(name, section)
 
 
 def all_sections() -> tuple[Section, ...]:

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.catalogue_templates import catalogue_template
 from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 from pytest_mllm.scoring.score import Scored, as_given, parser
 
@@ -100,3 +101,10 @@ def scope_ocr_f1(scope: ScopeView) -> Scope:
         return {}
     means = [sum(values) / len(values) for values in families.values()]
     return {"ocr_f1": sum(means) / len(means)}
+
+
+catalogue_template(
+    "ccocr_ocr", label="CC-OCR text recognition", parser="ccocr_ocr", prompt="{question}", max_new_tokens=2048,
+    scored_by="the token F1 of the response against the text (words, or characters for Arabic, Japanese, Korean "
+              "and Chinese splits), macro F1 per split (the tasks)",
+    metrics=("accuracy", "mean_score", "ocr_f1"), headline="ocr_f1")

@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from pytest_mllm.record import Record
+from pytest_mllm.scoring.catalogue_templates import MCQ_PROMPT, MCQ_READ, POOLED, catalogue_template
 from pytest_mllm.scoring.metrics import CountScope, CountTwin, Scope, ScopeView, metric
 
 OFFSET = 1_000_000
@@ -106,3 +107,10 @@ def scope_circular(scope: ScopeView) -> Scope:
     if first_scored:
         values["vanilla_accuracy"] = first_right / first_scored
     return values
+
+
+catalogue_template(
+    "mcq_circular", label="multiple choice, circular", parser="choice", prompt=MCQ_PROMPT, max_new_tokens=8,
+    scored_by=f"{MCQ_READ}; CircularEval: rows index + k*1000000 rotate question index's options, which counts only "
+              f"when every rotation is right; per split (the tasks), category and l2-category{POOLED}",
+    metrics=("accuracy", "circular", "category"), headline="circular_accuracy")

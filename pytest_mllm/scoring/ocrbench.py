@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from pytest_mllm.scoring.catalogue_templates import catalogue_template
 from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
+
+TEXT_RECOGNITION = ("Regular Text Recognition", "Irregular Text Recognition", "Artistic Text Recognition",
+                    "Handwriting Recognition", "Digit String Recognition", "Non-Semantic Text Recognition")
 
 
 def ocrbench_match(answer: str, references: Sequence[str]) -> float:
@@ -47,3 +51,12 @@ def scope_ocrbench_accuracy(scope: ScopeView) -> Scope:
     if scope.kind != "task" or not scored or any(r["parser"] != "ocrbench" for r in scored):
         return {}
     return {"ocrbench_accuracy": sum(1 for r in scored if r["correct"]) / 1000}
+
+
+catalogue_template(
+    "ocrbench", label="OCRBench", parser="ocrbench", prompt="{question}", max_new_tokens=128,
+    scored_by="an accepted answer found in the response; the count of right answers overall and per question type "
+              "(the tasks)",
+    metrics=("accuracy", "ocrbench"), headline="ocrbench_score", loader_options={"task_column": "category"},
+    groups={"text_recognition": TEXT_RECOGNITION},
+    tasks={"Handwritten Mathematical Expression Recognition": {"parser": "ocrbench_hme"}})

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import string
 from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.catalogue_templates import MCQ_PROMPT, MCQ_READ, POOLED, catalogue_template
 from pytest_mllm.scoring.references import vlmevalkit_punctuation
 from pytest_mllm.scoring.score import as_given, letter, parser
 
@@ -148,6 +149,11 @@ def multiple_choice(response: str, sample: Sample) -> str:
     letters = [letter for letter, _ in sample.choices]
     return (_option_letter(response, letters) or _option_text(response, sample.choices)
             or UNREADABLE)
+
+
+catalogue_template("mcq", label="multiple choice", parser="choice", prompt=MCQ_PROMPT, max_new_tokens=8,
+                   scored_by=f"{MCQ_READ}; accuracy per split (the tasks), category and l2-category{POOLED}",
+                   metrics=("accuracy", "category"))
 
 
 _LETTER_ONLY = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?[.:)]?\s*$")

@@ -61,6 +61,7 @@ import re
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
+from pytest_mllm.scoring.catalogue_templates import VQA_PROMPT, catalogue_template
 from pytest_mllm.scoring.score import scorer
 
 ANLS_THRESHOLD = 0.5  # an ANLS below this is 0 (DocVQA's rule)
@@ -115,6 +116,11 @@ def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHO
         distance = levenshtein(_squash(reference), answer_norm) / length if length else 0.0
         best = max(best, 1.0 - distance)
     return best if best >= threshold else 0.0
+
+
+catalogue_template("vqa_anls", label="ANLS", parser="docvqa_anls", prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="ANLS against the closest answer, 0 below 0.5, per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _squash(text: str) -> str:
@@ -305,10 +311,20 @@ def textvqa_score(answer: str, references: Sequence[str]) -> float:
     return float(sum(shares, Fraction(0)) / len(shares))
 
 
+catalogue_template("vqa_score", label="VQA accuracy", parser="textvqa_score", prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="VQA accuracy against the human answers (VLMEvalKit's normalisation), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
+
+
 @scorer("chartqa_relaxed", threshold=1.0, cells=printed_items)
 def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
     """ChartQA's relaxed accuracy on the whole response, stripped (references as given)."""
     return relaxed_accuracy(answer.strip(), references)
+
+
+catalogue_template("vqa_relaxed", label="relaxed accuracy", parser="chartqa_relaxed", prompt=VQA_PROMPT,
+                   max_new_tokens=32, scored_by="relaxed accuracy (5 % numeric tolerance), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _exact_matches(answer: str, references: Sequence[str]) -> list[float]:
@@ -324,12 +340,24 @@ def exact_match_max(answer: str, references: Sequence[str]) -> float:
     return max(_exact_matches(answer, references))
 
 
+catalogue_template("vqa_exact", label="exact match (best answer)", parser="exact_match_max", prompt=VQA_PROMPT,
+                   max_new_tokens=32,
+                   scored_by="the response equal to an answer (stripped, lowercased), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
+
+
 @scorer("exact_match_mean", threshold=1.0, cells=answer_items)
 def exact_match_mean(answer: str, references: Sequence[str]) -> float:
     """GQA as VLMEvalKit scores it: the share of accepted answers equal to the response (stripped,
     lowercased); with one answer, 1.0 or 0.0."""
     matches = _exact_matches(answer, references)
     return math.fsum(matches) / len(matches)
+
+
+catalogue_template("vqa_exact_mean", label="exact match (share of answers)", parser="exact_match_mean",
+                   prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="the share of answers equal to the response (stripped, lowercased), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def list_literal(references: Sequence[str], *, text_items: bool = True) -> list[str]:

@@ -180,12 +180,13 @@ def registries() -> dict[str, Any]:
     from pytest_mllm.engine.spec import LOADERS
     from pytest_mllm.models.ref import MODEL_KINDS
     from pytest_mllm.scoring.metrics import METRICS
+    from pytest_mllm.scoring.catalogue_templates import TEMPLATES
     from pytest_mllm.scoring.score import PARSERS
     from pytest_mllm.sections import SECTIONS
 
     return {"pytest_mllm.engine.spec": LOADERS, "pytest_mllm.scoring.score": PARSERS,
             "pytest_mllm.scoring.metrics": METRICS, "pytest_mllm.models.ref": MODEL_KINDS,
-            "pytest_mllm.sections": SECTIONS}
+            "pytest_mllm.sections": SECTIONS, "pytest_mllm.scoring.catalogue_templates": TEMPLATES}
 
 
 def test_each_entry_is_registered_by_the_module_the_index_names_which_imports_its_registry() -> None:

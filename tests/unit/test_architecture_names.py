@@ -56,13 +56,14 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation"),  # word matching; LIME-M's judge panel
     "tiny_lvlm_ehub": ("pytest_mllm.judge", "pytest_mllm.scoring.word_match"),
     "mmbench": ("pytest_mllm.scoring.circular", "pytest_mllm.scoring.circular_section"),  # its CircularEval
+    "mmt": ("pytest_mllm.scoring.category_mean",),  # MMT-Bench's report: meta-tasks as the mean of their subtasks
 }
 
 # Generic modules that still name a benchmark or method, and the names (space-separated): to be emptied,
 # never grown.
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
-    "pytest_mllm.engine.catalogue": "ccocr chartqa circular docvqa judge mmt ocrbench textvqa",
+    "pytest_mllm.engine.catalogue": "judge",
     "pytest_mllm.engine.output_paths": "vrp",
     "pytest_mllm.engine.spec": "ai2d chartqa docvqa hallusionbench lime mmbench mme mmmu mmstar mmt ocrbench "
                                "pope realworldqa scienceqa seedbench textvqa vrp",
@@ -79,6 +80,7 @@ PENDING: dict[str, str] = {
     "pytest_mllm.loaders.vqa": "docvqa judge pope scienceqa textvqa tiny_lvlm_ehub",
     "pytest_mllm.models.registry": "mme",
     "pytest_mllm.models.replay": "mme",
+    "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
     "pytest_mllm.scoring.parsers": "mme pope",
     "pytest_mllm.scoring.references": "chartqa docvqa ocrbench textvqa vrp",
