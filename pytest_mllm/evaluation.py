@@ -17,6 +17,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +28,7 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 from pytest_mllm.loaders import load_samples
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
@@ -69,6 +71,10 @@ class JudgeSettings:
     max_tokens: int = 512
     prompts: tuple[Prompt, ...] | None = None  # --mllm-judge-prompts, checked; None: the built-in five
 
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        return ModelRef.parse(self.model)
+
 
 @dataclass(frozen=True)
 class EvaluationSettings:
@@ -96,6 +102,11 @@ class EvaluationSettings:
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
     data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
+
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        """`model` read into its kind and argument."""
+        return ModelRef.parse(self.model)
 
 
 class Evaluation:
@@ -137,13 +148,13 @@ class Evaluation:
             hf_options = dict(self.settings.hf_options)
             if self.settings.worker:
                 hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
-            made = make_model(self.settings.model, hf_options, self.endpoint)
+            made = make_model(self.settings.model_ref, hf_options, self.endpoint)
         return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made  # type: ignore[return-value]
 
     def requests_in_flight(self) -> int | None:
         """For a served model (`openai:`), how many requests to keep in flight across tests: its
         concurrency per replica times the replicas; None for a model that answers a batch at a time."""
-        if not self.settings.model.startswith("openai:"):
+        if not self.settings.model_ref.served:
             return None
         endpoint = self.endpoint
         return endpoint.concurrency * len(endpoint.urls)
@@ -162,8 +173,8 @@ class Evaluation:
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
-        instant = s.model.startswith(("baseline:", "replay:"))  # caching them would only cost disk
-        if s.cache_mode == "off" or (instant and s.judge is None and s.optimize is None):
+        # caching the answers of a model that answers without work would only cost disk
+        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and s.optimize is None):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 
@@ -174,7 +185,7 @@ class Evaluation:
 
         model_args = self.settings.hf_options.get("model_args")
         revision = model_args.loading.get("revision") if model_args else None
-        identity = model_identity(self.settings.model, revision)
+        identity = model_identity(self.settings.model_ref, revision)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
     def _make_judge(self) -> Any:
@@ -183,7 +194,7 @@ class Evaluation:
 
         judge = self.settings.judge
         assert judge is not None
-        return Judge(judge.endpoint.client(), judge.model.removeprefix("openai:"), temperature=judge.temperature,
+        return Judge(judge.endpoint.client(), judge.model_ref.served_name, temperature=judge.temperature,
                      mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
                      prompts=judge.prompts)
 
@@ -194,7 +205,7 @@ class Evaluation:
 
         judge = self.settings.judge
         assert judge is not None
-        return ChoiceExtractor(judge.endpoint.client(), judge.model.removeprefix("openai:"),
+        return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
                                max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
 
     @property
@@ -280,7 +291,7 @@ class Evaluation:
         """With `replay:`, how the recording covers this benchmark's samples (a line kept in
         `replay_coverage`); a SpecError naming the first disagreeing row when its questions or
         targets match too few of them."""
-        if not self.settings.model.startswith("replay:"):
+        if not self.settings.model_ref.recording:
             return
         from pytest_mllm.models.replay import ReplayModel
         from pytest_mllm.models.replay_check import ReplayMismatch, check_coverage, coverage

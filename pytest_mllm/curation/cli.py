@@ -27,7 +27,8 @@ from pytest_mllm.curation.pipeline import Curation, Settings, curate
 from pytest_mllm.curation.runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
 from pytest_mllm.curation.units import items_of
 from pytest_mllm.engine.output_paths import OutputWriteError
-from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, find_spec, load_spec
+from pytest_mllm.models.ref import ModelRef
 
 PROG = "pytest-mllm-curate"
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -127,7 +128,7 @@ def _check_panel(args: argparse.Namespace) -> None:
     twice = sorted({m for m in args.panel if args.panel.count(m) > 1})
     if twice:
         raise UsageProblem(f"--panel {twice[0]} is given twice: each judge must count once")
-    if args.review_llm and not args.review_llm.startswith("openai:"):
+    if args.review_llm and not ModelRef.parse(args.review_llm).served:
         raise UsageProblem(f"--review-llm must be openai:MODEL (an OpenAI-compatible endpoint), got {args.review_llm!r}")
     if args.review_llm:
         _review_key(args)  # a named key variable that is unset stops the command before any run
@@ -216,7 +217,7 @@ def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
         console.print("review LLM: no unanswered sample to check", highlight=False, soft_wrap=True, markup=False)
         return
     endpoint = Endpoint(args.review_base_url, _review_key(args), max_retries=1)
-    model = args.review_llm.split(":", 1)[1]
+    model = ModelRef.parse(args.review_llm).served_name
     with console.status(f"asking {args.review_llm} about {len(curation.review)} unanswered sample(s) …"):
         ask_reviewer(curation.review, curation.items, endpoint, model, send_images=not args.review_text_only,
                      max_tokens=args.review_max_tokens)
@@ -288,7 +289,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
                   f"({len(args.panel)} to run, {len(json_panel)} from files); {len(planned)} pytest run(s) to make "
                   f"({sum(r.role == 'panel' for r in planned)} panel, {sum(r.role == 'text-only' for r in planned)} "
                   "text-only)", highlight=False, soft_wrap=True, markup=False)
-    blind = [m for m in withhold if m.startswith(("replay:", "baseline:"))]
+    blind = [m for m in withhold if ModelRef.parse(m).instant]  # answer without looking at images
     if blind:
         console.print(f"note: judges that never look at images ({', '.join(blind)}) answer as before with images "
                       "withheld; give --text-only models for a leakage pass that means something for them",
@@ -321,7 +322,7 @@ def _write(args: argparse.Namespace, console: Any, spec: BenchmarkSpec, root: Pa
 
     out: Path = args.out
     report = build_report(curation, panel, settings)
-    document = _settings_document(args, spec, root if spec.loader not in GENERATED_LOADERS else None, settings,
+    document = _settings_document(args, spec, root if spec.needs_data else None, settings,
                                   panel, text_only, not args.no_leakage)
     write_json(out / "manifest.json", build_manifest(curation, document, report))
     write_atomically(out / "review.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in curation.review),

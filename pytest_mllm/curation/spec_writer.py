@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 
 SPEC_FILE = "curated.yaml"
 IDS_FILE = "curated_ids.txt"
@@ -30,7 +30,7 @@ def write_curated(out: Path, spec: BenchmarkSpec, data_root: Path | None, kept_i
     curated["name"] = curated_name(spec)
     curated["description"] = description
     curated["subset"] = IDS_FILE
-    if spec.loader not in GENERATED_LOADERS and data_root is not None:
+    if spec.needs_data and data_root is not None:
         curated["data"] = {**(raw.get("data") or {}), "root": str(data_root.resolve())}
     order = ["name", "version", "description", "loader", "data", "subset"]
     curated = {**{k: curated[k] for k in order if k in curated}, **{k: v for k, v in curated.items() if k not in order}}

@@ -19,9 +19,8 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, DecodedImages, ImageEr
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record, status_of
 from pytest_mllm.sample import Model, Request, Response, Sample
-from pytest_mllm.scoring.parsers import UNREADABLE, normalize_answer
+from pytest_mllm.scoring.score import get_parser, normalize_answer, references, score_record
 from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.scoring.score import references, score_record
 from pytest_mllm.sections import parts_from_sample
 
 
@@ -171,8 +170,8 @@ class Evaluator:
             self._answer(todo, keys)
         if self._extractor_factory is not None:
             self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
-                                   if r["status"] != "error" and r["parser"] == "choice" and r["parsed"] == UNREADABLE
-                                   and s.choices])
+                                   if r["status"] != "error" and s.choices
+                                   and r["parsed"] == get_parser(r["parser"]).unreadable])
         if self._judge_factory is not None:  # also the answers word matching cannot score (a reference the data
             # gives as a number stops the authors' VQAEval; their CEE judge reads it)
             self._judge_open([(r, s) for r, (s, _) in zip(records, items)

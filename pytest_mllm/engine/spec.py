@@ -1,9 +1,15 @@
-"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution.
+"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution, and the
+registry of the loaders a spec names.
 
-A spec file is validated by a pydantic model (built on first use, with the parser and metric names
-registered then) whose errors are told in the spec's words: file, dotted field, problem, fix. The
+A spec file is validated by a pydantic model (built on first use, with the loader, parser and metric
+names registered then) whose errors are told in the spec's words: file, dotted field, problem, fix. The
 same model gives the JSON Schema committed as benchmarks/spec.schema.json, for editors; regenerate
 it with `python -m pytest_mllm.engine.spec --write-schema benchmarks/spec.schema.json`.
+
+A loader registers itself in its module (`loaders/`) with `@loader`, which this module never imports:
+
+    @loader("jsonl", about="JSON Lines: one sample per line", data_file="")
+    def load_jsonl(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]: ...
 """
 
 from __future__ import annotations
@@ -15,15 +21,14 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 from pytest_mllm.echo import excerpt
+from pytest_mllm.registry import Registry
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.fetch import DataCache, Source
 
-LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
-GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
 VARIANT_MODES = ("none", "grid", "full", "property")
 # Readings that differ from the reference's, each off unless a spec lists it in `deviations`.
 DEVIATIONS = {
@@ -155,6 +160,11 @@ class BenchmarkSpec:
                 return group
         return None
 
+    @property
+    def needs_data(self) -> bool:
+        """Whether its loader reads files (a data root), rather than drawing its samples on the spot."""
+        return not LOADERS.get(self.loader).generated
+
     def data_override(self, data: Mapping[str, str]) -> str | None:
         """The --mllm-data root given for this benchmark under any of its names, else one given for any."""
         return next((data[name] for name in self.names if name in data), data.get(""))
@@ -162,7 +172,7 @@ class BenchmarkSpec:
     def needs_fetch(self, override: str | None) -> bool:
         """True when the data comes from the data cache: no option, variable or `data.root` names a root,
         and the spec says where its data is released (`data.url` or `data.hub`)."""
-        return (self.download is not None and self.loader not in GENERATED_LOADERS and override is None
+        return (self.download is not None and self.needs_data and override is None
                 and self.data_root is None and not any(os.environ.get(v) for v in self.env_vars))
 
     def resolve_data_root(self, override: str | None, cache: DataCache | None = None) -> Path | None:
@@ -171,7 +181,7 @@ class BenchmarkSpec:
 
         Returns None for loaders that need no data (the bundled generated benchmarks).
         """
-        if self.loader in GENERATED_LOADERS:
+        if not self.needs_data:
             return None
         if self.needs_fetch(override):
             from pytest_mllm.engine.fetch import DataCache, FetchError
@@ -205,6 +215,36 @@ class BenchmarkSpec:
 def data_variable(name: str) -> str:
     """The environment variable naming a benchmark's data root: MLLM_DATA_<NAME>."""
     return "MLLM_DATA_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+# --- the loaders: each data format registers itself where it is defined ---------------------------
+
+Samples = list[Any]  # `Sample`s, and `BadSample`s for entries that could not be read
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A registered loader: one data format read into samples."""
+
+    name: str
+    load: Callable[[BenchmarkSpec, Path | None], Samples]  # (spec, data root or None) → samples
+    about: str  # what it reads, in a few words (the schema, --mllm-list)
+    options: Mapping[str, str] = field(default_factory=dict)  # the `loader_options` keys it reads → a note or ""
+    data_file: str | None = None  # what `data.file` names for it ("": a file inside the root); None: not read
+    generated: bool = False  # its samples are drawn on the spot: no data root
+
+
+LOADERS: Registry[Loader] = Registry("loader", "loader")
+
+
+def loader(name: str, *, about: str, options: Mapping[str, str] | None = None, data_file: str | None = None,
+           generated: bool = False) -> Callable[[Callable[..., Samples]], Callable[..., Samples]]:
+    """Register the decorated (spec, root) → samples function as loader `name` (see `Loader`)."""
+    def register(load: Callable[..., Samples]) -> Callable[..., Samples]:
+        LOADERS.add(name, Loader(name, load, about, dict(options or {}), data_file, generated), load.__module__)
+        return load
+
+    return register
 
 
 def bundled_specs() -> dict[str, Path]:
@@ -296,14 +336,14 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
 
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a benchmark spec must be a YAML mapping (name:, loader:, …)")
-    parsers, metrics = _registries()
-    model = _spec_model(parsers, metrics)
+    names = _registries()
+    model = _spec_model(names)
     try:
         checked = model.model_validate(raw, context={"spec_path": path})
     except ValidationError as exc:
         lines: dict[str, None] = {}  # one line per problem, in the fields' order, each naming file and field
         for error in exc.errors():
-            field_name, problem = _explain(model, parsers, metrics, error)
+            field_name, problem = _explain(model, names, error)
             lines[f"{path}: field {field_name!r}: {problem}"] = None
         raise SpecError("\n".join(lines)) from None
     tasks = {task: TaskSettings(parser=(settings and settings.parser) or checked.parser,
@@ -322,7 +362,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         open_prompt=checked.open_prompt,
         max_new_tokens=checked.max_new_tokens,
         metrics=tuple(checked.metrics),
-        headline=checked.headline or ("score" if "mme_score" in checked.metrics else "accuracy"),
+        headline=checked.headline or default_headline(checked.metrics),
         groups={group: tuple(members) for group, members in (checked.groups or {}).items()},
         tasks=tasks,
         loader_options=checked.loader_options or {},
@@ -351,12 +391,31 @@ def _download(checked: Any) -> Source | None:
     return None
 
 
-def _registries() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The parser and metric names registered now (read at each validation, never at import)."""
-    from pytest_mllm.scoring.metrics import KNOWN_METRICS
-    from pytest_mllm.scoring.parsers import PARSERS
+class _Names(NamedTuple):
+    """The names a spec's fields may take: those registered now (read at each validation, never at import)."""
 
-    return tuple(PARSERS), tuple(KNOWN_METRICS)
+    loaders: tuple[str, ...]
+    parsers: tuple[str, ...]
+    metrics: tuple[str, ...]
+
+
+def _registries() -> _Names:
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
+
+    return _Names(tuple(LOADERS.names()), tuple(PARSERS.names()), known_metrics())
+
+
+def default_headline(metrics: Sequence[str]) -> str:
+    """The value a benchmark shows as its result when its spec names none: the first declared metric's
+    headline (MME's score), else accuracy."""
+    from pytest_mllm.scoring.metrics import METRICS
+
+    for name in metrics:
+        headline = METRICS.get(name).headline if name in METRICS else None
+        if headline:
+            return headline
+    return "accuracy"
 
 
 # --- the spec file's model ------------------------------------------------------------------------
@@ -365,14 +424,14 @@ _KEYED = ("groups", "tasks")  # fields whose keys are the user's names (of group
 _PLAIN_STRING = "{input} must be a non-empty string"
 
 
-def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, str]:
+def _problems(names: _Names) -> dict[str, str]:
     """What a value at each field must be, by field pattern (`*`: a user's key, `#`: a list item)."""
     def one_of(names: Any) -> str:
         return "{input} is not one of " + ", ".join(names)
 
     return {
         "name": "{input} must be a word of letters, digits, '_' or '-' (starting with a letter)",
-        "loader": one_of(LOADERS),
+        "loader": one_of(sorted(names.loaders)),
         "version": "{input} must be a string or a number",
         "description": "{input} must be a string",
         "data": "must be a mapping with optional keys root, file, url, md5 and hub",
@@ -383,19 +442,19 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
         "data.hub": "must be a mapping with keys repo and revision",
         "data.hub.repo": "{input} must be a dataset repository id: owner/name",
         "data.hub.revision": _PLAIN_STRING,
-        "parser": one_of(sorted(parsers)),
+        "parser": one_of(sorted(names.parsers)),
         "prompt": _PLAIN_STRING,
         "open_prompt": _PLAIN_STRING,
         "max_new_tokens": f"{{input}} must be a positive integer, at most {MAX_NEW_TOKENS}",
-        "metrics": f"must be a non-empty list of {', '.join(metrics)}",
-        "metrics.#": one_of(sorted(metrics)),
+        "metrics": f"must be a non-empty list of {', '.join(names.metrics)}",
+        "metrics.#": one_of(sorted(names.metrics)),
         "headline": _PLAIN_STRING,
         "groups": "must map a group name to a list of task names",
         "groups.*": "must be a list of task names",
         "groups.*.#": "must be a list of task names",
         "tasks": "must map a task name to {parser:, prompt:}",
         "tasks.*": "must be a mapping with optional keys parser and prompt",
-        "tasks.*.parser": one_of(sorted(parsers)),
+        "tasks.*.parser": one_of(sorted(names.parsers)),
         "tasks.*.prompt": _PLAIN_STRING,
         "loader_options": "must be a mapping",
         "variants": one_of(sorted(VARIANT_MODES)),
@@ -403,7 +462,7 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
     }
 
 
-def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], error: Any) -> tuple[str, str]:
+def _explain(model: Any, names: _Names, error: Any) -> tuple[str, str]:
     """(dotted field, problem) of one pydantic error, in the spec's words (list positions dropped)."""
     loc, kind = tuple(error["loc"]), error["type"]
     if kind == "spec":  # raised by the model's own checks: the problem is already in our words
@@ -418,7 +477,7 @@ def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], err
     shown = ".".join(str(part) for part in loc if not isinstance(part, int))
     if kind == "missing":
         return shown, "missing (required)"
-    template = _problems(parsers, metrics).get(_pattern(loc), "{input} is not valid here")
+    template = _problems(names).get(_pattern(loc), "{input} is not valid here")
     return shown, template.replace("{input}", excerpt(error.get("input")))
 
 
@@ -441,6 +500,39 @@ def _nested_model(annotation: Any) -> Any:
         return annotation
     return next((found for arg in getattr(annotation, "__args__", ()) if (found := _nested_model(arg)) is not None),
                 None)
+
+
+# The descriptions that list registered entries, written when the JSON Schema is (validation never needs them,
+# and they import every loader module).
+
+def _describe_loader(schema: dict[str, Any]) -> None:
+    formats = ", ".join(f"{name} ({entry.about})" for name, entry in LOADERS.entries().items())
+    schema["description"] = f"The data format: {formats}."
+
+
+def _describe_data(schema: dict[str, Any]) -> None:
+    drawn = ", ".join(name for name, entry in LOADERS.entries().items() if entry.generated)
+    schema["description"] = f"Where the benchmark's data lies (not needed by the loaders {drawn}, drawn on the spot)."
+
+
+def _describe_data_file(schema: dict[str, Any]) -> None:
+    plain = ", ".join(name for name, entry in LOADERS.entries().items() if entry.data_file == "")
+    noted = "".join(f"; {name}: {entry.data_file}" for name, entry in LOADERS.entries().items() if entry.data_file)
+    schema["description"] = f"The data file inside the root (loaders {plain}{noted})."
+
+
+def _describe_loader_options(schema: dict[str, Any]) -> None:
+    each = "; ".join(f"{name}: " + ", ".join(key + (f" ({note})" if note else "") for key, note in entry.options.items())
+                     for name, entry in LOADERS.entries().items() if entry.options)
+    schema["description"] = f"Options passed to the loader ({each})."
+
+
+def _describe_headline(schema: dict[str, Any]) -> None:
+    from pytest_mllm.scoring.metrics import ordered_metrics
+
+    given = "".join(f"{m.headline} when metrics include {m.name}, " for m in ordered_metrics() if m.headline)
+    schema["description"] = f"The metric shown as the benchmark's result (default: {given}else accuracy)."
+    _no_default(schema)
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -511,8 +603,8 @@ def _subset_problem(relative: str, spec_path: Path | None) -> tuple[str, str | N
 
 
 @functools.lru_cache(maxsize=None)
-def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
-    """The pydantic model of a spec file, for these registered parser and metric names."""
+def _spec_model(names: _Names) -> Any:
+    """The pydantic model of a spec file, for these registered loader, parser and metric names."""
     from typing import Annotated, Literal
 
     from pydantic import (
@@ -528,8 +620,9 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
     from pydantic_core import PydanticCustomError
 
     Text = Annotated[str, Field(strict=True, min_length=1)]  # local type aliases
-    ParserName = Literal[tuple(sorted(parsers))]
-    MetricName = Literal[tuple(sorted(metrics))]
+    LoaderName = Literal[tuple(sorted(names.loaders))]
+    ParserName = Literal[tuple(sorted(names.parsers))]
+    MetricName = Literal[tuple(sorted(names.metrics))]
     Scalar = Annotated[str, BeforeValidator(_text), Field(strict=True),
                        WithJsonSchema({"type": ["string", "number", "null"]})]
     Options = Annotated[dict[Any, Any] | None, BeforeValidator(_empty_to_none),
@@ -546,15 +639,13 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
                                  "when fetched is recorded in the data cache)."))
 
     class DataSection(BaseModel):
-        """Where the benchmark's data lies (not needed by the generated loaders shapes and vrp_shapes)."""
+        """Where the benchmark's data lies."""
 
-        model_config = ConfigDict(extra="forbid", title="data")
+        model_config = ConfigDict(extra="forbid", title="data", json_schema_extra=_describe_data)
         root: Text | None = Field(None, description=(
             "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
             "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
-        file: Text | None = Field(None, description=(
-            "The data file inside the root (loaders tsv, jsonl, vqa; parquet: a file or glob, "
-            "overriding the dataset card's files)."),
+        file: Text | None = Field(None, json_schema_extra=_describe_data_file,
                                   examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
         url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
             "Where the released data file is downloaded from when no data root is given (saved under the name "
@@ -612,11 +703,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         name: Annotated[str, Field(strict=True, pattern=_NAME.pattern)] = Field(
             description="The benchmark's name: a word of letters, digits, '_' or '-', starting with a letter.",
             examples=["my_bench"])
-        loader: Literal[LOADERS] = Field(description=(
-            "The data format: mme (MME's release folder), mme_results (MME's results format), tsv "
-            "(base64 images: MMBench, POPE, …), jsonl, parquet (a Hugging Face dataset folder or parquet "
-            "files: lmms-eval's datasets), vqa (Tiny LVLM-eHub JSON), shapes and vrp_shapes "
-            "(bundled, drawn on the spot)."))
+        loader: LoaderName = Field(json_schema_extra=_describe_loader)
         version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
                                 examples=["1"])
         description: Scalar = Field("", description="One line saying what the benchmark measures.")
@@ -634,23 +721,15 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             16, description="The most tokens a model may generate per answer.")
         metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
             ["accuracy"], description="The metrics computed per task, group and overall.")
-        headline: Text = Field(None, description=(
-            "The metric shown as the benchmark's result (default: score when metrics include mme_score, "
-            "else accuracy)."), examples=["accuracy", "score", "f1", "mean_score"], json_schema_extra=_no_default)
+        headline: Text = Field(None, examples=["accuracy", "score", "f1", "mean_score"],
+                               json_schema_extra=_describe_headline)
         groups: Annotated[dict[str, list[Annotated[str, Field(strict=True)]]] | None,
                           BeforeValidator(_group_entries)] = Field(
             None, description="Report groups: a group name (not also a task name) to the list of its task names.",
             examples=[{"perception": ["existence", "count", "color"]}])
         tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
             None, description="Per-task settings, by task name, in report order.")
-        loader_options: Options = Field(None, description=(
-            "Options passed to the loader (tsv: task_column, task, task_separator, split, task_names (the tasks the "
-            "reference scores), question_type_column, split_tasks (the split cell is the task); parquet: split, config "
-            "(a name, or * for every config as a task), task, where ({column: value or [values]}: rows kept), "
-            "answers ({cell: answer}), options_in_question (options written in the question text), columns: "
-            "{id (a column or a list joined with _), question, answer, task, category, image, choices, hint, "
-            "references, l2_category, question_type}), answer_is, cells)."),
-            examples=[{"task_column": "category"},
+        loader_options: Options = Field(None, json_schema_extra=_describe_loader_options, examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(
             "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
@@ -725,7 +804,7 @@ def spec_schema() -> dict[str, Any]:
         def field_title_should_be_set(self, schema: Any) -> bool:
             return False  # the property's name says it
 
-    schema = _spec_model(*_registries()).model_json_schema(schema_generator=_Schema)
+    schema = _spec_model(_registries()).model_json_schema(schema_generator=_Schema)
     return {"$schema": SCHEMA_DIALECT, **schema}
 
 
@@ -779,5 +858,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run as the package's module, whose registry the loaders register in
+    from pytest_mllm.engine.spec import main as package_main
+
+    raise SystemExit(package_main())

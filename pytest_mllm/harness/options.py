@@ -23,6 +23,7 @@ from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
 from pytest_mllm.harness.limit import read_limit
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
 from pytest_mllm.harness.xdist import worker_share
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
@@ -234,7 +235,8 @@ class Options:
         data_cache = read_data_cache(config)
         fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
-        _check_cache_dir(config, Path(cache_dir).expanduser())
+        model = ModelRef.parse(opt("mllm") or "")
+        _check_cache_dir(config, Path(cache_dir).expanduser(), model)
         evaluation = EvaluationSettings(
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
@@ -243,7 +245,7 @@ class Options:
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
-            endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env")),
+            endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env"), model),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=hasattr(config, "workerinput"), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
@@ -256,7 +258,7 @@ class Options:
             from pytest_mllm.harness.run_inputs import pytest_outputs, run_inputs, spec_files_in_args
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
-            inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=opt("mllm") or "", files={
+            inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
@@ -384,7 +386,7 @@ def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[st
 
 def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
     """--mllm-data names a benchmark of the run and an existing folder; $MLLM_DATA_<NAME> too."""
-    from pytest_mllm.engine.spec import GENERATED_LOADERS, load_spec
+    from pytest_mllm.engine.spec import load_spec
 
     for name, raw in data.items():
         option = f"--mllm-data={name + '=' if name else ''}{raw}"
@@ -403,7 +405,7 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
         except SpecError:
             continue
         variable = next((v for v in spec.env_vars if os.environ.get(v)), None)
-        if spec.loader in GENERATED_LOADERS or variable is None or name in data or "" in data:
+        if not spec.needs_data or variable is None or name in data or "" in data:
             continue
         raw = os.environ[variable]
         path = Path(raw).expanduser()
@@ -423,11 +425,10 @@ def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None
                 "--mllm-gate-skip-missing to let it be 'not run'")
 
 
-def _check_cache_dir(config: pytest.Config, folder: Path) -> None:
+def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef) -> None:
     """The response cache's folder exists or can be created (when the cache will be used)."""
     opt = config.getoption
-    instant = (opt("mllm") or "").startswith(("baseline:", "replay:"))
-    if opt("mllm_cache") == "off" or (instant and not opt("mllm_judge") and not opt("mllm_optimize")):
+    if opt("mllm_cache") == "off" or (model.instant and not opt("mllm_judge") and not opt("mllm_optimize")):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"
@@ -485,14 +486,13 @@ def _replay_min_match(config: pytest.Config) -> float:
     return value
 
 
-def _with_model_revision(config: pytest.Config, endpoint: Endpoint) -> Endpoint:
+def _with_model_revision(config: pytest.Config, endpoint: Endpoint, model: ModelRef) -> Endpoint:
     """The model's endpoint with --mllm-model-revision, which only a served model takes."""
     revision = config.getoption("mllm_model_revision")
     if revision is None:
         return endpoint
-    model = config.getoption("mllm") or ""
-    if not model.startswith("openai:"):
-        raise pytest.UsageError(f"--mllm-model-revision is for a served model (--mllm=openai:NAME), not {model!r}: "
+    if not model.served:
+        raise pytest.UsageError(f"--mllm-model-revision is for a served model (--mllm=openai:NAME), not {model.raw!r}: "
                                 "a local model's identity is its files; leave the option out")
     if not revision.strip() or len(revision) > 200 or not revision.isprintable():
         raise pytest.UsageError("--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, "
@@ -540,7 +540,7 @@ def _optimization(config: pytest.Config) -> OptimizationSettings | None:
     if opt("mllm_prompts"):
         raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
                                 "evaluate with --mllm-prompts=FILE in another run")
-    if not (opt("mllm_optimizer") or "").startswith("openai:"):
+    if not ModelRef.parse(opt("mllm_optimizer") or "").served:
         raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
                                 "(and --mllm-optimizer-base-url=URL for a local server)")
     return OptimizationSettings(

@@ -9,10 +9,11 @@ from pathlib import Path
 from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
 from pytest_mllm.engine.output_paths import Input, Output
+from pytest_mllm.models.ref import ModelRef
 
 
 def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, data_cache: DataCache | None = None,
-               model: str = "", files: Mapping[str, Path | None] | None = None) -> list[Input]:
+               model: ModelRef | None = None, files: Mapping[str, Path | None] | None = None) -> list[Input]:
     """The inputs of a run: each benchmark's spec, data folder, data file and subset file; the recording
     a `replay:` model plays; and `files` (what → path: a baseline, a prompts file, the cache database)."""
     inputs: list[Input] = []
@@ -29,8 +30,8 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, data_cach
             inputs.append(Input(f"the data folder of benchmark {spec.name!r}", root, folder=True))
             if spec.data_file:
                 inputs.append(Input(f"the data file of benchmark {spec.name!r}", root / spec.data_file))
-    if model.startswith("replay:"):
-        recording = Path(model.partition(":")[2]).expanduser()
+    if model is not None and model.recording:
+        recording = Path(model.arg).expanduser()
         inputs.append(Input(f"the recording --mllm={model} replays", recording, folder=recording.is_dir()))
     inputs.extend(Input(what, path) for what, path in (files or {}).items() if path is not None)
     return inputs

@@ -18,8 +18,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_mllm.models.registry import ALIASES
-from pytest_mllm.models.shapes_llava import is_shapes_llava
+from pytest_mllm.models.ref import ModelRef
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.endpoint import Endpoint
@@ -33,21 +32,17 @@ class ModelUnavailable(Exception):
     """The model under test cannot be loaded or reached; the message holds the reason and the fix."""
 
 
-def transformers_source(spec: str) -> str | None:
-    """The folder or hub id a transformers model spec loads from (None: not a transformers model)."""
-    kind, _, arg = spec.partition(":")
-    if kind == "hf" and arg:
-        return arg
-    if spec in ALIASES:
-        return ALIASES[spec]
-    if spec == "tiny-llava" or is_shapes_llava(spec):
-        return ""  # built or shipped by the package
-    return None
+def transformers_source(ref: ModelRef) -> str | None:
+    """The folder or hub id a transformers model loads from ("": built or shipped by the package; None: not
+    a transformers model)."""
+    entry = ref.entry
+    return entry.source(ref) if entry is not None and entry.source is not None else None
 
 
-def check_model(spec: str, endpoint: Endpoint, model_args: ModelArgs | None = None) -> None:
-    """Raise `ModelUnavailable` when the model named by `spec` surely cannot be used."""
-    source = transformers_source(spec)
+def check_model(ref: ModelRef, endpoint: Endpoint, model_args: ModelArgs | None = None) -> None:
+    """Raise `ModelUnavailable` when the model `ref` names surely cannot be used."""
+    spec = ref.raw
+    source = transformers_source(ref)
     if source is not None:
         _check_packages(spec, HF_PACKAGES, "pip install 'pytest-mllm[hf]' (on a GPU machine, install your CUDA "
                                            "build of torch first)")
@@ -57,7 +52,7 @@ def check_model(spec: str, endpoint: Endpoint, model_args: ModelArgs | None = No
     if model_args:
         raise ModelUnavailable(f"--mllm-model-args applies to transformers models (an alias, hf:…, tiny-llava, "
                                f"shapes-llava), not to --mllm={spec}")
-    if spec.startswith("openai:"):
+    if ref.served:
         _check_endpoint(spec, endpoint)
 
 

@@ -286,10 +286,10 @@ class MetricSpace:
     @classmethod
     def of(cls, declared: Iterable[str], scopes: Iterable[str]) -> MetricSpace:
         """The space of a benchmark declaring these metrics, with these task and group names."""
-        from pytest_mllm.scoring.metrics import METRICS, enabled_metrics, scope_keys
+        from pytest_mllm.scoring.metrics import applies_tests, enabled_metrics, scope_keys
 
         declared = list(declared)
-        enabled = enabled_metrics(declared, (), applying=[m.name for m in METRICS if m.applies])
+        enabled = enabled_metrics(declared, (), applying=list(applies_tests()))
         return cls(scope_keys(declared), frozenset(scopes), "category" in enabled)
 
     def problem(self, key: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any, Sequence, TypedDict
 
 from pytest_mllm.echo import markup_text
 from pytest_mllm.record import Record, RecordPart, Status
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 
 
 class _OriginalFields(TypedDict):
@@ -77,6 +77,7 @@ def has_original_answers(records: Sequence[Record]) -> bool:
     return any(ORIGINAL.get(r) for r in records)
 
 
+@metric("tp_eval", section=True, applies=has_original_answers, declarable=False, keys=("tp_eval",))
 def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `tp_eval`: `tp_metrics` over the benchmark's records."""
     return {"tp_eval": tp_metrics(benchmark.records)}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Write benchmarks/catalogue/specs/ from the catalogue: one spec per VLMEvalKit dataset whose scoring a type
-template reproduces (pytest_mllm/engine/catalogue.py), except the names a hand-written spec holds; and
+template reproduces (pytest_mllm/scoring/catalogue_templates.py), except the names a hand-written spec holds; and
 docs/catalogue.md, the catalogue as a page.
 
     python scripts/catalogue/specs.py           # (re)write the folder (stale specs removed) and the page
@@ -16,9 +16,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from pytest_mllm.engine.catalogue import (KIND_LABELS, TEMPLATES, lmms_eval, runnable, spec_text,  # noqa: E402
-                                          specs_folder, vlmevalkit)
+from pytest_mllm.engine.catalogue import (kind_label, lmms_eval, runnable, spec_text, specs_folder,  # noqa: E402
+                                          vlmevalkit)
 from pytest_mllm.engine.spec import ALIASES, bundled_specs  # noqa: E402
+from pytest_mllm.scoring.catalogue_templates import TEMPLATES  # noqa: E402
 
 PAGE = REPO / "docs" / "catalogue.md"
 
@@ -55,13 +56,13 @@ def page() -> str:
         "| kind | names | how |",
         "|---|---|---|",
     ]
-    for kind, template in TEMPLATES.items():
+    for kind, template in sorted(TEMPLATES.entries().items()):
         count = sum(1 for e in runs if e.kind == kind)
         lines.append(f"| {template.label} | {count} | {template.scored_by} |")
     lines += ["", "## Runs here", "", "| name | kind | lmms-eval | spec | VLMEvalKit's scorer |", "|---|---|---|---|---|"]
     for entry in runs:
         spec = f"`{held[entry.name]}` (hand-written)" if entry.name in held else f"`catalogue/specs/{entry.name}.yaml`"
-        lines.append(f"| {entry.name} | {KIND_LABELS.get(entry.kind, entry.kind)} | {', '.join(entry.lmms_eval) or '—'} "
+        lines.append(f"| {entry.name} | {kind_label(entry.kind)} | {', '.join(entry.lmms_eval) or '—'} "
                      f"| {spec} | `{entry.evaluate.split(':')[-1]}`: {entry.scorer} |")
     reasons: dict[str, list[str]] = {}
     for entry in entries:
