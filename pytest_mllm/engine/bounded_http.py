@@ -20,7 +20,7 @@ transport's connection pool (`httpcore`'s public `network_backend`), set on the 
 
 from __future__ import annotations
 
-import importlib
+import sys
 import threading
 import time
 import zlib
@@ -76,9 +76,8 @@ def http_packages() -> tuple[Any, Any]:
     import openai
 
     client_class = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
-    httpx = importlib.import_module(client_class.__module__.split(".")[0])
-    httpcore = importlib.import_module("httpcore2" if httpx.__name__ == "httpx2" else "httpcore")
-    return httpx, httpcore
+    httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK, as httpcore by httpx
+    return httpx, sys.modules["httpcore2" if httpx.__name__ == "httpx2" else "httpcore"]
 
 
 class _BoundedStream:

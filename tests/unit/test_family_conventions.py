@@ -155,11 +155,12 @@ def test_a_refused_family_is_refused_before_loading_with_its_reason(tmp_path: Pa
 
     from pytest_mllm.models.hf import FamilyRefused
     from pytest_mllm.models.preflight import ModelUnavailable, check_model
+    from pytest_mllm.models.ref import ModelRef
 
     CONFIG_MAPPING[model_type]().save_pretrained(tmp_path)  # a config alone: no weights are needed to refuse
     reason = conventions_for(model_type).refused
     with pytest.raises(ModelUnavailable, match=f"its family \\({model_type}\\) cannot be run on a benchmark: "):
-        check_model(f"hf:{tmp_path}", endpoint=None)  # type: ignore[arg-type]
+        check_model(ModelRef.parse(f"hf:{tmp_path}"), endpoint=None)  # type: ignore[arg-type]
     with pytest.raises(FamilyRefused) as refused:
         HFModel(str(tmp_path), device="cpu")
     assert reason is not None and reason in str(refused.value)
