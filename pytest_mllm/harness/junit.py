@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from _pytest.junitxml import xml_key
 
+from pytest_mllm.pytest_compat import junit_xml
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
@@ -28,7 +28,7 @@ def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
 
 def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict]) -> None:
     """Add the scores and the gates to the JUnit XML pytest writes at the session's end (if asked to)."""
-    xml = config.stash.get(xml_key, None)
+    xml = junit_xml(config)
     if xml is None:
         return
     for name, result in results.items():

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.pytest_compat import terminal_width
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 
@@ -19,7 +20,7 @@ def write_optimization(reporter: Any, outcomes: Sequence[dict[str, Any]], prompt
     reporter.section("pytest-mllm TP-Eval prompt customization")
     from pytest_mllm.report.terminal import off_terminal
 
-    reporter.write(render([optimization_table(outcomes)], reporter._tw.fullwidth, reporter.hasmarkup,
+    reporter.write(render([optimization_table(outcomes)], terminal_width(reporter), reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
     for outcome in outcomes:
         for warning in summarize_warnings(outcome.get("warnings") or []):
@@ -49,7 +50,7 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
     if verdicts:
         tables.append(gates_table(verdicts))
     reporter.section("pytest-mllm scores")
-    reporter.write(render(tables, reporter._tw.fullwidth, reporter.hasmarkup,
+    reporter.write(render(tables, terminal_width(reporter), reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
     lines = incorrect_lines(results, incorrect_limit)
     if lines:

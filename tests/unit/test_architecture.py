@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest_mllm
 
 PACKAGE = Path(pytest_mllm.__file__).parent
-PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
+PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin", "pytest_mllm.pytest_compat")
 
 # The rooms of the package (a subpackage, or a top-level module; "__init__" is the package's own
 # `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
@@ -26,8 +26,8 @@ LAYERS = (
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs
-    "evaluation",  # the pytest-free core
-    "harness", "plugin",  # pytest
+    "evaluation", "conclusion",  # the pytest-free core: a run's answers, and its end
+    "pytest_compat", "harness", "plugin",  # pytest: its internals in one module, the harness, the entry point
 )
 
 
