@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 
 def test_ordinary_tests_run_unchanged(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_one():\n    assert 1 + 1 == 2\n")
