@@ -17,6 +17,7 @@ import pytest
 
 PYTEST_VERSIONS = ">=8,<10"
 XDIST_VERSIONS = ">=3.5,<4"
+XDIST_QUEUE_SINCE = "3.7"  # a worker's queue can be read (`queued_indices`); before, batching looks ahead
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -88,8 +89,8 @@ def mid_line(reporter: Any) -> bool:
 def queued_indices(config: pytest.Config, limit: int) -> list[int] | None:
     """Indices of the tests an xdist worker has been handed and not yet started (None outside xdist).
 
-    xdist keeps them in its worker plugin's `torun` queue and `nextitem_index`: not a public API, so
-    where they are missing (None) batching looks ahead in the collection instead.
+    xdist (from `XDIST_QUEUE_SINCE`) keeps them in its worker plugin's `torun` queue and `nextitem_index`:
+    not a public API, so where they are missing (None) batching looks ahead in the collection instead.
     """
     if not is_worker(config):
         return None
