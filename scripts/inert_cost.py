@@ -5,9 +5,10 @@
 For each size, a folder of that many trivial tests (one function each, `assert True`) runs in a fresh
 `python -m pytest -q -p no:cacheprovider` process with the plugin loaded as installed, and with
 `-p no:mllm`; the two alternate within each repetition (a first, untimed round warms the file system
-and the bytecode caches). Printed: the median and smallest wall time of each, the plugin's cost
-(difference of the medians, median of the differences within a
-repetition, ratio), and the package's modules a plain run imports.
+and the bytecode caches). Printed, for the wall time and for the process's CPU time (user + system,
+which other work on a shared machine disturbs less): the median and smallest of each, the plugin's
+cost (difference of the medians, median of the differences within a repetition, ratio), and the
+package's modules a plain run imports. PYTHONPATH=DIR measures the package in DIR instead.
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ def write_tests(folder: Path, count: int) -> None:
     (folder / "test_trivial.py").write_text("".join(f"def test_{i}():\n    assert True\n\n\n" for i in range(count)))
 
 
-def wall_time(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one pytest process."""
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    child = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed in {cwd}:\n{done.stdout}{done.stderr}")
-    return elapsed
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed in {cwd}:\n{output}")
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def package_modules(cwd: Path, env: dict[str, str]) -> list[str]:
@@ -66,21 +71,23 @@ def main() -> int:
             folder = root / f"tests_{count}"
             write_tests(folder, count)
             variants = {"plugin": PYTEST, "no:mllm": [*PYTEST, "-p", "no:mllm"]}
-            times: dict[str, list[float]] = {name: [] for name in variants}
+            times: dict[str, dict[str, list[float]]] = {kind: {name: [] for name in variants} for kind in ("wall", "CPU")}
             for round_ in range(args.repeat + 1):
                 order = list(variants) if round_ % 2 else list(reversed(variants))
                 for name in order:
-                    elapsed = wall_time(variants[name], folder, env)
+                    wall, cpu = timed_run(variants[name], folder, env)
                     if round_:
-                        times[name].append(elapsed)
-            on, off = statistics.median(times["plugin"]), statistics.median(times["no:mllm"])
+                        times["wall"][name].append(wall)
+                        times["CPU"][name].append(cpu)
             print(f"{count} tests, {args.repeat} repetitions (OMP_NUM_THREADS=1):")
-            for name, values in times.items():
-                print(f"  {name:8} median {statistics.median(values) * 1000:7.1f} ms, "
-                      f"min {min(values) * 1000:7.1f} ms")
-            paired = statistics.median(a - b for a, b in zip(times["plugin"], times["no:mllm"]))
-            print(f"  plugin's cost: {(on - off) * 1000:+.1f} ms (difference of medians), {paired * 1000:+.1f} ms "
-                  f"(median of the paired differences), ratio of medians {on / off:.3f}")
+            for kind, by_variant in times.items():
+                on, off = statistics.median(by_variant["plugin"]), statistics.median(by_variant["no:mllm"])
+                for name, values in by_variant.items():
+                    print(f"  {kind:4} {name:8} median {statistics.median(values) * 1000:7.1f} ms, "
+                          f"min {min(values) * 1000:7.1f} ms")
+                paired = statistics.median(a - b for a, b in zip(by_variant["plugin"], by_variant["no:mllm"]))
+                print(f"  {kind:4} plugin's cost: {(on - off) * 1000:+.1f} ms (difference of medians), "
+                      f"{paired * 1000:+.1f} ms (median of the paired differences), ratio of medians {on / off:.3f}")
         modules = package_modules(root / f"tests_{args.tests.split(',')[0]}", env)
         print(f"package modules a plain run imports: {len(modules)} ({', '.join(modules)})")
     return 0
