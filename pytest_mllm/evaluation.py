@@ -53,6 +53,15 @@ class TaskJob(Protocol):
                  progress: Callable[[str, int], None]) -> dict[str, Any]:
         """The task's outcome, as a plain dict; a `record.MessageOnly` error fails its test alone."""
 
+    def plan_lines(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> list[str]:
+        """What the selected (benchmark, task) pairs will cost at most, shown once before they start."""
+
+    def task_finished(self, spec: BenchmarkSpec, outcome: dict[str, Any]) -> None:
+        """A task's outcome reached the process that ends the run: kept at once (an interrupted run keeps it)."""
+
+    def summary(self, outcomes: Sequence[dict[str, Any]]) -> tuple[str, list[Any], list[str], list[str]]:
+        """The terminal summary's part for the finished tasks: (heading, tables, warnings, lines)."""
+
 
 SampleCheck = Callable[[Sample, Answer, Callable[[list[Record]], None]], None]
 
