@@ -1,10 +1,10 @@
 """What a user can run without reading the source: the bundled benchmarks for `--mllm-list`, and their
-markers for `pytest --markers` (registered only when asked for, or when a run starts: reading every
-spec is not free)."""
+markers: every bundled benchmark's for `pytest --markers` (reading every spec is not free), a run's
+own benchmarks' when it starts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 
@@ -33,10 +33,11 @@ def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
     return list(dict.fromkeys((marker, kind) for marker, kind in found if marker))
 
 
-def register_markers(config: pytest.Config) -> None:
-    """Every bundled benchmark's markers, so that `pytest --markers` lists them and --strict-markers accepts them."""
+def register_markers(config: pytest.Config, specs: Iterable[BenchmarkSpec] | None = None) -> None:
+    """The markers of `specs` (default: every bundled benchmark), so that `pytest --markers` lists them and
+    --strict-markers accepts them."""
     named: dict[str, dict[str, list[str]]] = {}  # marker → kind → benchmarks
-    for _, spec in bundled():
+    for spec in (spec for _, spec in bundled()) if specs is None else specs:
         for marker, kind in markers(spec):
             benchmarks = named.setdefault(marker, {}).setdefault(kind, [])
             if spec.name not in benchmarks:
