@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm import record as records
+import pytest_mllm.record as records
 from pytest_mllm.conclusion import Conclusion, conclude
 from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file

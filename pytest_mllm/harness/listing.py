@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from pytest_mllm.engine import catalogue
+from pytest_mllm.engine.catalogue import listing_lines
 from pytest_mllm.engine.fetch import describe
 from pytest_mllm.engine.spec import ALIASES, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
@@ -90,7 +90,7 @@ def listing() -> str:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         lines.append("")
-    return "\n".join([*lines, *registered(), *catalogue.listing_lines(ALIASES)])
+    return "\n".join([*lines, *registered(), *listing_lines(ALIASES)])
 
 
 def registered() -> list[str]:

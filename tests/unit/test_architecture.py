@@ -175,6 +175,25 @@ def test_the_evaluation_core_runs_without_pytest(tmp_path: Path) -> None:
     assert done.stdout.split() == ["20", "0.5", "0.0", "pass"]
 
 
+def submodules_taken_from_their_package() -> list[str]:
+    """`from package import submodule` lines: the name is the package's attribute, which outlives the submodule's
+    removal from `sys.modules` (pytester's in-process runs drop the modules a run imported), so a later run would
+    get an earlier run's module, its registries and classes. `import package.submodule as submodule` and
+    `from package.submodule import name` go through `sys.modules`."""
+    modules = _modules()
+    found = []
+    for name, (path, _) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found += [f"{name}:{node.lineno} from {node.module} import {alias.name}" for alias in node.names
+                          if f"{node.module}.{alias.name}" in modules]
+    return found
+
+
+def test_a_submodule_is_imported_by_its_full_name() -> None:
+    assert submodules_taken_from_their_package() == []
+
+
 # -- registries ----------------------------------------------------------------------------------------
 
 
