@@ -76,8 +76,12 @@ def http_packages() -> tuple[Any, Any]:
     import openai
 
     client_class = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
-    httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK, as httpcore by httpx
-    return httpx, sys.modules["httpcore2" if httpx.__name__ == "httpx2" else "httpcore"]
+    httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK
+    if httpx.__name__ == "httpx2":
+        import httpcore2 as httpcore
+    else:
+        import httpcore
+    return httpx, httpcore
 
 
 class _BoundedStream:
