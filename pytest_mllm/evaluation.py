@@ -158,7 +158,7 @@ class Evaluation:
             if self.settings.worker:
                 hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
             made = make_model(self.settings.model_ref, hf_options, self.endpoint)
-        return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made  # type: ignore[return-value]
+        return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made
 
     def requests_in_flight(self) -> int | None:
         """For a served model (`openai:`), how many requests to keep in flight across tests: its
@@ -215,7 +215,7 @@ class Evaluation:
         judge = self.settings.judge
         assert judge is not None
         return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
-                               max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
+                               max_tokens=judge.max_tokens, cache=self.cache)
 
     @property
     def model(self) -> Model:
@@ -289,6 +289,7 @@ class Evaluation:
         from pytest_mllm.tpeval.run import task_order, with_template
 
         tasks = task_order([s for s in samples if isinstance(s, Sample)])
+        assert self.settings.prompts_path is not None  # the prompts were read from it
         try:
             check_prompts(self.prompts, path=self.settings.prompts_path, model=self.settings.model,
                           benchmark=spec.name, version=spec.version, tasks=tasks,
@@ -347,7 +348,7 @@ class Evaluation:
             records = []
             for sample, spec in items:
                 record = sample_record(sample, spec, "")
-                record.update(model=self.settings.model, error=error)
+                record.update({"model": self.settings.model, "error": error})
                 records.append(record)
             return records
 
@@ -365,9 +366,9 @@ class Evaluation:
                 prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
                 correct=original["correct"], status=original["status"], error=original["error"]))
             if self.optimized_on(sample):
-                record.update(status="error", correct=None, error=(
+                record.update({"status": "error", "correct": None, "error": (
                     f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
-                    f"({self.settings.prompts_path}); it cannot be scored with that prompt"))
+                    f"({self.settings.prompts_path}); it cannot be scored with that prompt")})
         return records
 
     @staticmethod

@@ -129,4 +129,5 @@ def dumps(records: list[Record]) -> str:
 
 def loads(text: str) -> list[Record]:
     """Records back from `dumps`."""
-    return json.loads(text)
+    records: list[Record] = json.loads(text)
+    return records

@@ -78,9 +78,11 @@ def http_packages() -> tuple[Any, Any]:
     client_class = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
     httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK
     if httpx.__name__ == "httpx2":  # httpx imports its httpcore only when a transport is made: import it here
-        import httpcore2 as httpcore
-    else:
-        import httpcore
+        import httpcore2
+
+        return httpx, httpcore2
+    import httpcore
+
     return httpx, httpcore
 
 
@@ -206,7 +208,7 @@ class _InflatedBody:
 def _bound_body(httpx: Any) -> Any:
     """A response hook: a compressed body is decompressed by `_InflatedBody` instead of httpx (which has no
     bound); an encoding other than gzip or deflate is refused."""
-    class InflatedBody(_InflatedBody, httpx.SyncByteStream):  # httpx reads and closes only its own stream type
+    class InflatedBody(_InflatedBody, httpx.SyncByteStream):  # type: ignore[misc]  # httpx reads and closes only its own stream type
         pass
 
     def hook(response: Any) -> None:

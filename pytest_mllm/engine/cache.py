@@ -177,7 +177,7 @@ class ResponseCache:
         return found
 
     def put_many(self, entries: Mapping[str, str], model: str,
-                 latencies: Mapping[str, float] | None = None) -> None:
+                 latencies: Mapping[str, float | None] | None = None) -> None:
         """Store responses (and how long each took), all in one transaction; scrubbed of any API key
         (`chat.scrub`: replies from endpoints already are, this holds for every writer)."""
         if not entries or self._failed:
@@ -204,7 +204,8 @@ class ResponseCache:
         warnings.warn_explicit(CacheWarning(message), CacheWarning, str(self.path), 0)
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        count: int = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return count
 
     def close(self) -> None:
         self._db.close()

@@ -164,7 +164,7 @@ def spec_text(entry: VLMEvalKitEntry) -> str:
     where = TEMPLATES.index()[entry.kind].replace(".", "/") + ".py"  # the module declaring the template
     header = (f"# {entry.name}: written by scripts/catalogue/specs.py from benchmarks/catalogue/vlmevalkit.json with the\n"
               f"# \"{entry.kind}\" template of {where}; do not edit (copy it to change it).\n")
-    body = yaml.safe_dump(spec_document(entry, vlmevalkit().commit), sort_keys=False, allow_unicode=True, width=120)
+    body: str = yaml.safe_dump(spec_document(entry, vlmevalkit().commit), sort_keys=False, allow_unicode=True, width=120)
     return header + body
 
 

@@ -325,8 +325,9 @@ class ChatClient:
             if isinstance(entries, list) else None
         if entry is None:
             return None
-        return json.loads(scrub(json.dumps({k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS},
-                                           sort_keys=True)))
+        scrubbed: dict[str, Any] = json.loads(scrub(json.dumps(
+            {k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS}, sort_keys=True)))
+        return scrubbed
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:

@@ -188,14 +188,14 @@ class Evaluator:
 
         if self._judge is None:
             self._judge = self._judge_factory()  # type: ignore[misc]
-        items = [JudgeItem(sample.question, references(sample), record["response"]) for record, sample in pairs]
+        items = [JudgeItem(sample.question, references(sample), record["response"] or "") for record, sample in pairs]
         for (record, _), outcome in zip(pairs, self._judge.judge_many(items)):
             JUDGE.put(record, outcome.as_record())
             if outcome.status == "judge-error":
-                record.update(status="error", correct=None, error=f"judge error: {outcome.error}")
+                record.update({"status": "error", "correct": None, "error": f"judge error: {outcome.error}"})
             else:
-                record.update(correct=outcome.correct, status=status_of(bool(outcome.correct)),
-                              error=None)
+                record.update({"correct": outcome.correct, "status": status_of(bool(outcome.correct)),
+                               "error": None})
 
     def _extract_choices(self, pairs: list[tuple[Record, Sample]]) -> None:
         """VLMEvalKit's LLM choice extraction for answers the rules could not read: a letter the judge
@@ -211,10 +211,10 @@ class Evaluator:
         for (record, _), outcome in zip(pairs, self._extractor.extract_many(items)):
             EXTRACTION.put(record, outcome.as_record())
             if outcome.status == "error":
-                record.update(status="error", correct=None, error=f"choice extraction error: {outcome.error}")
+                record.update({"status": "error", "correct": None, "error": f"choice extraction error: {outcome.error}"})
             elif outcome.status == "extracted":
                 correct = outcome.letter == record["answer"]
-                record.update(parsed=outcome.letter, correct=correct, status=status_of(correct))
+                record.update({"parsed": outcome.letter, "correct": correct, "status": status_of(correct)})
 
     def _cache_keys(self, todo: list[_Todo]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""
@@ -259,7 +259,7 @@ class Evaluator:
             self._generate_into(requests, pending)
         if self.cache is not None and keys:
             done = [(keys[id(r)], r) for r, *_ in pending if r["status"] != "error" and keys.get(id(r))]
-            self.cache.put_many({key: r["response"] for key, r in done}, self.identity or "",
+            self.cache.put_many({key: r["response"] or "" for key, r in done}, self.identity or "",
                                 {key: r["latency_s"] for key, r in done})
 
     def _generate_into(self, requests: list[Request], pending: list[_Todo]) -> None:
@@ -302,7 +302,8 @@ def _score(item: _Todo, response: Response) -> None:
     try:
         score_record(item.record, item.sample, response, through_xlsx=item.through_xlsx)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
-        item.record.update(status="error", correct=None, error=f"scoring error: {type(exc).__name__}: {clip(str(exc))}")
+        item.record.update({"status": "error", "correct": None,
+                           "error": f"scoring error: {type(exc).__name__}: {clip(str(exc))}"})
 
 
 def _scored_text(record: Record) -> str:

@@ -495,6 +495,8 @@ def _fetch_hub(source: HubSource, folder: Path, progress: FetchProgress) -> None
                    if isinstance(f, RepoFile)]
     except Exception as exc:  # noqa: BLE001 - the hub library's errors (HTTP, connection, not found) in one line
         raise FetchError(f"cannot list {source.where()} for {source.name}: {_first_line(exc)}") from None
+    if commit is None:
+        raise FetchError(f"cannot list {source.where()} for {source.name}: the hub named no commit for it")
     wanted = split_files([f.path for f in entries], source.split)
     files = {f.path: f for f in entries if f.path in wanted}
     _check_space(folder, sum(f.size or 0 for f in files.values()), source)

@@ -83,7 +83,8 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
                     "(a decompression bomb?); raise --mllm-max-image-pixels if it is genuine"
                 )
             image.load()
-            return image.convert("RGB")
+            rgb: Image.Image = image.convert("RGB")
+            return rgb
     except ImageError:
         raise
     except Image.DecompressionBombError as exc:

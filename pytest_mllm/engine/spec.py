@@ -606,7 +606,7 @@ def _subset_problem(relative: str, spec_path: Path | None) -> tuple[str, str | N
 @functools.lru_cache(maxsize=None)
 def _spec_model(names: _Names) -> Any:
     """The pydantic model of a spec file, for these registered loader, parser and metric names."""
-    from typing import Annotated, Literal
+    from typing import Annotated, Literal, TypeAlias
 
     from pydantic import (
         BaseModel,
@@ -621,9 +621,18 @@ def _spec_model(names: _Names) -> Any:
     from pydantic_core import PydanticCustomError
 
     Text = Annotated[str, Field(strict=True, min_length=1)]  # local type aliases
-    LoaderName = Literal[tuple(sorted(names.loaders))]
-    ParserName = Literal[tuple(sorted(names.parsers))]
-    MetricName = Literal[tuple(sorted(names.metrics))]
+    if TYPE_CHECKING:  # literals built at run time from the registries: strings to a type checker
+        LoaderName: TypeAlias = str
+        ParserName: TypeAlias = str
+        MetricName: TypeAlias = str
+        VariantMode: TypeAlias = str
+        Deviation: TypeAlias = str
+    else:
+        LoaderName = Literal[tuple(sorted(names.loaders))]
+        ParserName = Literal[tuple(sorted(names.parsers))]
+        MetricName = Literal[tuple(sorted(names.metrics))]
+        VariantMode = Literal[VARIANT_MODES]
+        Deviation = Literal[tuple(DEVIATIONS)]
     Scalar = Annotated[str, BeforeValidator(_text), Field(strict=True),
                        WithJsonSchema({"type": ["string", "number", "null"]})]
     Options = Annotated[dict[Any, Any] | None, BeforeValidator(_empty_to_none),
@@ -672,9 +681,9 @@ def _spec_model(names: _Names) -> Any:
         """Settings of one task; a setting left out is the spec's."""
 
         model_config = ConfigDict(extra="forbid", title="task")
-        parser: ParserName = Field(None, description="The task's answer parser (default: the spec's parser).",
+        parser: ParserName = Field(None, description="The task's answer parser (default: the spec's parser).",  # type: ignore[assignment]  # None: not given
                                    json_schema_extra=_no_default)
-        prompt: Text = Field(None, description="The task's prompt template (default: the spec's prompt).",
+        prompt: Text = Field(None, description="The task's prompt template (default: the spec's prompt).",  # type: ignore[assignment]  # None: not given
                              json_schema_extra=_no_default)
 
     class AboutSection(BaseModel):
@@ -722,7 +731,7 @@ def _spec_model(names: _Names) -> Any:
             16, description="The most tokens a model may generate per answer.")
         metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
             ["accuracy"], description="The metrics computed per task, group and overall.")
-        headline: Text = Field(None, examples=["accuracy", "score", "f1", "mean_score"],
+        headline: Text = Field(None, examples=["accuracy", "score", "f1", "mean_score"],  # type: ignore[assignment]  # None: not given
                                json_schema_extra=_describe_headline)
         groups: Annotated[dict[str, list[Annotated[str, Field(strict=True)]]] | None,
                           BeforeValidator(_group_entries)] = Field(
@@ -732,13 +741,13 @@ def _spec_model(names: _Names) -> Any:
             None, description="Per-task settings, by task name, in report order.")
         loader_options: Options = Field(None, json_schema_extra=_describe_loader_options, examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
-        variants: Literal[VARIANT_MODES] = Field("none", description=(
+        variants: VariantMode = Field("none", description=(
             "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
             "(drawn by hypothesis)."))
         subset: Text | None = Field(None, description=(
             "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
             "samples run."), examples=["curated_ids.txt"])
-        deviations: list[Literal[tuple(DEVIATIONS)]] | None = Field(None, description=(
+        deviations: list[Deviation] | None = Field(None, description=(
             "Readings that differ from the reference's, each off unless listed here, recorded with the results: "
             + "; ".join(f"{name}: {what}" for name, what in DEVIATIONS.items()) + "."),
             examples=[["strip_cells"]])

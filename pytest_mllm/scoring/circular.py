@@ -82,8 +82,8 @@ def scope_circular(scope: ScopeView) -> Scope:
     """Circular and vanilla accuracy over the scope's multiple-choice questions."""
     passes: dict[str, list[Record]] = defaultdict(list)
     for record in scope.records:
-        if record.get("answer_type") == "choice" and record.get("pair_group"):
-            passes[record["pair_group"]].append(record)
+        if record.get("answer_type") == "choice" and (pair_group := record.get("pair_group")):
+            passes[pair_group].append(record)
     hits = counted = errors = 0
     first_right = first_scored = 0
     for group in passes.values():

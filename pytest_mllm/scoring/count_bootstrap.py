@@ -64,7 +64,7 @@ class CountReplicates:
     tasks: list[str]  # in the order metrics list them
     spans: dict[str, slice]  # task → its units' columns (units are numbered stratum by stratum)
     per_task: Any  # units × width counts
-    sections: list[tuple[str, str, str]]  # (section, record field, value): a partition's scopes
+    sections: list[tuple[str, str, object]]  # (section, record field, value): a partition's scopes
     per_section: Any  # units × (len(sections) · width) counts
     headline: str
 
@@ -98,7 +98,7 @@ class CountReplicates:
             if not entry.section and entry.twin is not None:
                 columns[entry.name] = slice(width, width + entry.twin.columns)
                 width += entry.twin.columns
-        sections: list[tuple[str, str, str]] = []
+        sections: list[tuple[str, str, object]] = []
         for entry in metrics:
             for section, field in entry.twin.partitions if entry.twin else ():
                 seen = dict.fromkeys(r.get(field) for units in layers for u in units for r in u)
@@ -109,7 +109,7 @@ class CountReplicates:
         column = {(field, value): n for n, (_, field, value) in enumerate(sections)}
         fields = list(dict.fromkeys(field for _, field, _ in sections))
         for n, unit in enumerate(units):
-            parts: dict[tuple[str, str], list[Record]] = {}
+            parts: dict[tuple[str, object], list[Record]] = {}
             for field in fields:
                 for record in unit:
                     if (field, record.get(field)) in column:

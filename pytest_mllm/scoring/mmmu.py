@@ -200,7 +200,7 @@ def random_fill(records: Sequence[Record], seed: int = SEED) -> dict[str, str]:
     pending = [r for r in records if r["status"] != "error" and (r["parsed"] or "").startswith(RANDOM)]
     ordered = sorted(enumerate(pending), key=lambda item: (_subject_rank(item[1]["task"]), item[0]))
     generator = random.Random(seed)
-    return {record["id"]: generator.choice(list(record["parsed"][len(RANDOM):])) for _, record in ordered}
+    return {record["id"]: generator.choice(list((record["parsed"] or "")[len(RANDOM):])) for _, record in ordered}
 
 
 _memo: list[Any] = [None, 0, {}]  # the last benchmark's records (by identity), their number, their draws

@@ -121,8 +121,8 @@ def undefined_section(view: BenchmarkView) -> dict[str, dict[str, str]]:
     groups: dict[str, list[Record]] = {}
     for record in yes_no:
         tasks.setdefault(record["task"], []).append(record)
-        if record.get("group"):
-            groups.setdefault(record["group"], []).append(record)
+        if group := record.get("group"):
+            groups.setdefault(group, []).append(record)
     found: dict[str, str] = {}
     for name, records in tasks.items():
         found.update({f"{name}.{metric}": why for metric, why in undefined(records).items()})

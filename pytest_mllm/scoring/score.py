@@ -198,13 +198,13 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
     try:
         scored = rule(text, parsed, record["answer"], sample)
     except NotScored as exc:
-        record.update(response=response.text, error=str(exc))
+        record.update({"response": response.text, "error": str(exc)})
         if exc.with_reading:
             record["parsed"] = parsed
         return record
     record.update(scored.fields)  # type: ignore[typeddict-item]
-    record.update(response=response.text, parsed=parsed, correct=scored.correct,
-                  status=status_of(scored.correct), latency_s=round(response.latency_s, 6))
+    record.update({"response": response.text, "parsed": parsed, "correct": scored.correct,
+                   "status": status_of(scored.correct), "latency_s": round(response.latency_s, 6)})
     return record
 
 

@@ -67,8 +67,8 @@ class MetricSetup:
         declared = [ACCURACY, *metrics_shown(bench.get("metrics") or {})]
         groups: dict[str, list[str]] = {}
         for record in records:
-            if record.get("group") and record["task"] not in groups.setdefault(record["group"], []):
-                groups[record["group"]].append(record["task"])
+            if (group := record.get("group")) and record["task"] not in groups.setdefault(group, []):
+                groups[group].append(record["task"])
         tasks = tuple((bench.get("scopes") or {}).get("tasks") or ())
         return cls(tuple(declared), groups, tasks, bench.get("headline") or "accuracy")
 
@@ -80,10 +80,11 @@ class MetricSetup:
 
 def unit_of(record: Record) -> str:
     """The unit a bootstrap resamples: pair group, circular group, VRP source, or image within its task."""
+    fields: Mapping[str, Any] = record  # older results files' `circular_group`, and VRP's part
     for key in ("pair_group", "circular_group"):
-        if record.get(key):
-            return f"{key}:{record[key]}"  # type: ignore[literal-required]
-    variant = record.get("variant") or {}
+        if fields.get(key):
+            return f"{key}:{fields[key]}"
+    variant = fields.get("variant") or {}
     if variant.get("source"):
         return f"source:{variant['source']}"
     if names_an_image(record.get("image")):
@@ -95,7 +96,7 @@ def names_an_image(name: str | None) -> bool:
     """Whether a record's `image` tells its image apart: a file name or key, not a placeholder such as
     "<base64>" (`ImageRef.name` of every inline image), which would make a whole task one unit, and
     every resample that task again: an interval of zero width."""
-    return bool(name) and not (name.startswith("<") and name.endswith(">"))
+    return name is not None and name != "" and not (name.startswith("<") and name.endswith(">"))
 
 
 def renamed(record: Record, copy: int) -> Record:
@@ -301,7 +302,8 @@ def intervals(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, 
 def half_width(interval: Mapping[str, Any]) -> float:
     """Half the interval's width: the "±" shown next to a score."""
     low, high = interval["ci"]
-    return (high - low) / 2
+    width: float = high - low
+    return width / 2
 
 
 def minimum_detectable_effect(n: int, *, p: float = 0.5, discordant: float | None = None,
@@ -315,4 +317,5 @@ def minimum_detectable_effect(n: int, *, p: float = 0.5, discordant: float | Non
 
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
     variance = discordant if discordant is not None else 2 * p * (1 - p)
-    return z * (variance / n) ** 0.5
+    root: float = (variance / n) ** 0.5
+    return z * root
