@@ -138,7 +138,8 @@ def _check_panel(args: argparse.Namespace) -> None:
 
 def _load_json_runs(args: argparse.Namespace, name: str) -> tuple[list[Run], list[Run]]:
     """Panel and text-only runs from existing files (a panel file with images withheld is text-only)."""
-    panel, text_only = [], []
+    panel: list[Run] = []
+    text_only: list[Run] = []
     for path in args.from_json:
         run = load_run(path, name)
         (text_only if run.images_withheld else panel).append(run)
@@ -230,7 +231,7 @@ def _verify(spec_path: Path, kept_ids: Sequence[str]) -> None:
     """The curated spec loads exactly the kept samples, in order."""
     from pytest_mllm.loaders import load_samples
 
-    curated = load_spec.__wrapped__(spec_path)  # type: ignore[attr-defined]
+    curated = load_spec.__wrapped__(spec_path)
     loaded = [s.id for s in load_samples(curated, curated.resolve_data_root(None))]
     if loaded != list(kept_ids):
         raise SpecError(f"{spec_path} loads {len(loaded)} samples, not the {len(kept_ids)} kept ones")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, cast
 
 from pytest_mllm.record import Record
 
@@ -39,7 +39,7 @@ class Run:
 
     def answer(self, sample_id: str) -> dict[str, Any]:
         """What this judge said about a sample, for the review list."""
-        record = self.records.get(sample_id) or {}
+        record: Mapping[str, Any] = self.records.get(sample_id) or {}
         return {"model": self.label, "status": record.get("status", "missing"), "response": record.get("response"),
                 "parsed": record.get("parsed"), "error": record.get("error")}
 
@@ -64,5 +64,5 @@ def load_run(path: Path, benchmark: str, label: str | None = None) -> Run:
         found = sorted({str(r.get("benchmark")) for r in document["records"] if isinstance(r, dict)})
         raise PanelError(f"{path}: no records of benchmark {benchmark!r} (it holds: {', '.join(found) or 'none'}); "
                          "run the model on this benchmark with --mllm-json")
-    return Run(label or str(settings.get("model") or path.stem), path, {r["id"]: r for r in records},
+    return Run(label or str(settings.get("model") or path.stem), path, {r["id"]: cast(Record, r) for r in records},
                bool(settings.get("images_withheld")))

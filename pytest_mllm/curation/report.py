@@ -29,7 +29,7 @@ def accuracy(run: Run, ids: Iterable[str]) -> float | None:
 
 def latency(run: Run, ids: Iterable[str]) -> float:
     """Σ latency_s of the run's records among `ids`."""
-    return sum(float((run.records.get(i) or {}).get("latency_s") or 0.0) for i in ids)
+    return sum(float(record.get("latency_s") or 0.0) for i in ids if (record := run.records.get(i)) is not None)
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
@@ -78,7 +78,7 @@ def build_report(curation: Curation, panel: Sequence[Run], settings: Settings) -
     for decision in curation.decisions.values():
         if decision.reason is not None:
             dropped[decision.unit.task][decision.reason] += decision.unit.size
-    models = []
+    models: list[dict[str, Any]] = []
     for run in panel:
         per_class = {c: accuracy(run, [i for i in all_ids if classes[i] == c]) for c in CLASSES}
         models.append({"model": run.label, "accuracy_before": accuracy(run, all_ids),

@@ -5,7 +5,7 @@ a task job's reports or the terminal summary."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,8 @@ class MllmHooks:
     # -- running ------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if call.when == "call":
             self.tasks.carry(item, report)
@@ -156,8 +157,8 @@ class MllmHooks:
         sample, spec, order = found
         record = self.evaluation.crashed(sample, spec, str(report.longrepr))
         record["order"] = order
-        report.mllm_records = records.dumps([record])
-        report.mllm_spec = str(spec.path)
+        report.mllm_records = records.dumps([record])  # type: ignore[attr-defined]
+        report.mllm_spec = str(spec.path)  # type: ignore[attr-defined]
 
     def _sample_of(self, nodeid: str) -> tuple[Sample | BadSample, BenchmarkSpec, int] | None:
         """The sample and spec a test id names (a controller under xdist has no items to look in)."""
@@ -251,7 +252,7 @@ class MllmHooks:
             terminalreporter.write_line(f"pytest-mllm: warning: {end.summary_warning}", yellow=True)
 
 
-def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:
+def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: Sequence[pytest.Item]) -> None:
     """Take `dropped` out of the run, as -k does."""
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -263,5 +264,5 @@ def _records_of(report: pytest.TestReport) -> list[Record]:
     """The records a sample test's report carries (decoded once, then kept decoded)."""
     raw = getattr(report, "mllm_records", None)
     if isinstance(raw, str):
-        raw = report.mllm_records = records.loads(raw)
+        raw = report.mllm_records = records.loads(raw)  # type: ignore[attr-defined]
     return raw or []

@@ -67,7 +67,7 @@ def gate_paths(spec: BenchmarkSpec) -> str:
 
 def listing() -> str:
     """The text of `pytest --mllm-list`."""
-    others = {}
+    others: dict[str, list[str]] = {}
     for alias, name in ALIASES.items():
         others.setdefault(name, []).append(alias)
     lines = ["Bundled benchmarks (--mllm-bench=NAME; other tools' names in brackets are accepted too)", ""]

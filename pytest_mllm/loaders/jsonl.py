@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_mllm.echo import json_loads
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
-from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.sample import AnswerType, BadSample, ImageRef, Sample
 
 _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type", "choices",
            "pair_group", "split", "target_region", "category", "l2_category", "metadata"}
@@ -105,7 +105,7 @@ def _sample(spec: BenchmarkSpec, entry: Any, root: Path, task: str) -> Sample:
         check_relative(p)  # an escaping path is a bad sample before the run; symlinks are checked on read
     return Sample(
         id=f"{task}::{entry['id']}", benchmark=spec.name, task=task, question=str(entry["question"]),
-        answer=answer, answer_type=answer_type,
+        answer=answer, answer_type=cast(AnswerType, answer_type),  # checked above
         images=tuple(ImageRef("path", p, root=root) for p in paths), choices=choices,
         pair_group=(f"{task}::{entry['pair_group']}" if entry.get("pair_group") is not None else None),
         split=str(entry.get("split", "test")), target_region=_region(entry.get("target_region")),

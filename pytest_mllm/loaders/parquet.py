@@ -67,7 +67,7 @@ from pytest_mllm.engine.images import check_relative
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.loaders.cells import NA_WORDS, read_column
 from pytest_mllm.loaders.inline_options import split_options
-from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.sample import AnswerType, BadSample, ImageRef, Sample
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
@@ -128,7 +128,7 @@ def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSam
             _read_split_cells(files, columns, rules)
         for file in files:
             samples.extend(_file_samples(spec, base, file, columns, task, first_row, rules))
-            first_row += file.count
+            first_row += file.rows
     return samples
 
 
@@ -331,7 +331,7 @@ class _FileCells(NamedTuple):
     image_kinds: dict[str, str]
 
     @property
-    def count(self) -> int:
+    def rows(self) -> int:
         return int(self.parquet.metadata.num_rows)
 
 
@@ -407,7 +407,7 @@ def _file_samples(spec: BenchmarkSpec, base: Path, file: _FileCells, columns: di
     path, parquet, cells, written, kinds = file.path, file.parquet, file.cells, file.written, file.image_kinds
     image_columns = columns["image"] if isinstance(columns["image"], list) else (
         [columns["image"]] if columns["image"] else [])
-    count = file.count
+    count = file.rows
     relative = path.resolve().relative_to(base.resolve())
     place = _Place(base, relative.as_posix(), relative.stem)
     starts, start = [], 0
@@ -567,6 +567,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
                         if "keep_na_words" in rules.deviations or text not in NA_WORDS)
     if columns.get("question_type"):
         choices = _typed_choices(row.get(columns["question_type"]), choices, columns["question_type"])
+    answer_type: AnswerType
     if choices:
         answer_type = "choice"
         answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is,

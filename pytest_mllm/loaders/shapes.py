@@ -288,6 +288,7 @@ def _choice_sample(
 
     The correct letter cycles A, B, C, D per category, so each letter is equally often right.
     """
+    pool: tuple[str, ...]
     if index % 2 == 0:
         category, question, correct, pool = "shape", _SHAPE_QUESTION, shape.kind, KINDS
     else:

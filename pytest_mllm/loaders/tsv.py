@@ -49,7 +49,7 @@ from typing import BinaryIO, NamedTuple
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.loaders.cells import read_column
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
-from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.sample import AnswerType, BadSample, ImageRef, Sample
 
 _OPTION_LETTERS = string.ascii_uppercase  # VLMEvalKit reads every column A … Z as an option
 _MISSING = {"", "nan", "none", "null"}
@@ -335,6 +335,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
             raise ValueError(f"field {kind_column!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
                              "evaluation cannot score it either (it draws a letter from no options: random.choice "
                              "raises IndexError): give the row its options or make its question type open")
+    answer_type: AnswerType
     if choices:
         answer_type = "choice"  # an answer that is no option's letter is scored, and never right
     elif answer.strip().lower() in ("yes", "no"):  # "Yes " too: kept as given

@@ -108,10 +108,9 @@ def interval_view(interval: Any, rate: bool, methods: Any = None) -> dict[str, s
     if not isinstance(interval, Mapping):
         return None
     ci = interval.get("ci")
-    bounds = [_number(x) for x in ci] if isinstance(ci, (list, tuple)) and len(ci) == 2 else [None]
-    if None in bounds:
+    low, high = [_number(x) for x in ci] if isinstance(ci, (list, tuple)) and len(ci) == 2 else [None, None]
+    if low is None or high is None:
         return None
-    low, high = bounds
     methods = methods if isinstance(methods, Mapping) else {}
     unit = " %" if rate else ""
     title = f"{_level(methods)} interval: {format_value(low, rate)} to {format_value(high, rate)}{unit}"
