@@ -50,7 +50,7 @@ def _placement(loading: dict[str, Any], device: torch.device, gpus_per_worker: i
     """Where the weights go: `device_map` (with max_memory, offload_folder) when asked for, or "auto"
     when the worker has several GPUs (--mllm-gpus-per-worker); empty for one device (moved with `.to`).
     Takes the placement keys out of `loading`; bitsandbytes shorthands become a quantization config."""
-    placement = {key: loading.pop(key) for key in ("device_map", "max_memory", "offload_folder") if key in loading}
+    placement: dict[str, Any] = {key: loading.pop(key) for key in ("device_map", "max_memory", "offload_folder") if key in loading}
     if "max_memory" in placement:
         placement["max_memory"] = max_memory_map(placement["max_memory"])
     if "device_map" not in placement and device.type == "cuda" and gpus_per_worker > 1:

@@ -46,7 +46,7 @@ _ABSENT = _AbsentVideoPart()
 
 
 @cache
-def image_only(processor_class: type) -> type:
+def image_only(processor_class: Any) -> Any:  # a transformers processor class, and its subclass
     """`processor_class` without its video processor: same name, same behaviour for images.
 
     In transformers 5 a processor of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, LLaVA-OneVision, SmolVLM or

@@ -62,6 +62,8 @@ class ModelArgs:
 
 def split_pairs(text: str) -> list[str]:
     """`a=1,b={"x": 1, "y": 2}` → ["a=1", 'b={"x": 1, "y": 2}']: commas inside brackets or quotes stay."""
+    parts: list[str]
+    current: list[str]
     parts, depth, quote, current = [], 0, "", []
     for char in text:
         if quote:

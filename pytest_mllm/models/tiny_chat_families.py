@@ -334,7 +334,7 @@ def build_ernie4_5_vl_moe() -> tuple[Any, Any]:
              "image_end_token": "<|IMAGE_END|>", "video_token": "<|VIDEO_PLACEHOLDER|>",
              "video_start_token": "<|VIDEO_START|>", "video_end_token": "<|VIDEO_END|>"}
     made = tiny_tokenizer(["<unk>", "<s>", "</s>", "<|begin_of_sentence|>", "<|end_of_sentence|>", *marks.values()],
-                          bos="<s>", eos="</s>", pad="<unk>", **marks)
+                          bos="<s>", eos="</s>", pad="<unk>", named_tokens=marks)
     roles = {"system": ("", "\n"), "user": ("User: ", "\n"), "assistant": ("Assistant: ", "<|end_of_sentence|>")}
     template = chat_template(roles, image="Picture:<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>",
                              generation="Assistant: ", bos="<|begin_of_sentence|>")
@@ -426,7 +426,7 @@ def build_hunyuan_vl() -> tuple[Any, Any]:
              "image_end_token": "<｜hy_place▁holder▁no▁101｜>"}
     newline = "<｜hy_place▁holder▁no▁103｜>"
     made = tiny_tokenizer(_HUNYUAN_TOKENS + [*marks.values(), newline], bos="<｜hy_begin▁of▁sentence｜>",
-                          eos="<｜hy_place▁holder▁no▁2｜>", pad="<｜hy_▁pad▁｜>", **marks)
+                          eos="<｜hy_place▁holder▁no▁2｜>", pad="<｜hy_▁pad▁｜>", named_tokens=marks)
     image_processor = HunYuanVLImageProcessor(size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64})
     processor = processor_of("HunYuanVLProcessor", image_processor=image_processor, tokenizer=made,
                              chat_template=_hunyuan_template("".join(marks[k] for k in ("image_start_token",
@@ -532,7 +532,7 @@ def minicpmv(processor_name: str, config_name: str, model_name: str, image_proce
              "image_end_token": "</image>", "slice_start_token": "<slice>", "slice_end_token": "</slice>",
              "image_id_start_token": "<image_id>", "image_id_end_token": "</image_id>"}
     made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
-                          **marks)
+                          named_tokens=marks)
     image_processor = getattr(transformers, image_processor_name)(scale_resolution=scale, max_slice_nums=1,
                                                                   slice_mode=False)
     processor = processor_of(processor_name, image_processor=image_processor, tokenizer=made,

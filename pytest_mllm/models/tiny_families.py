@@ -385,7 +385,7 @@ def _gemma4(prefix: str, vision: dict[str, Any] | None = None, **text: Any) -> t
     marks = {"image_token": "<|image|>", "boi_token": "<|image>", "eoi_token": "<image|>", "audio_token": "<|audio|>",
              "boa_token": "<|audio>", "eoa_token": "<audio|>"}
     tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", *marks.values()]
-    tokenizer = tiny_tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True, **marks)
+    tokenizer = tiny_tokenizer(tokens, bos="<bos>", eos="<eos>", pad="<pad>", adds_bos=True, named_tokens=marks)
     template = GEMMA3_TEMPLATE.replace("<start_of_image>", "<|image|>")
     processor = image_only(getattr(transformers, f"{prefix}Processor"))(
         feature_extractor=getattr(transformers, f"{prefix}AudioFeatureExtractor")(), tokenizer=tokenizer,

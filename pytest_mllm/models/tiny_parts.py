@@ -23,17 +23,19 @@ QWEN_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>"
 
 
 def tiny_tokenizer(special: list[str], *, bos: str | None, eos: str, pad: str, adds_bos: bool = False,
-              adds_eos: bool = False, unk: str | None = None, **attributes: str) -> Any:
+              adds_eos: bool = False, unk: str | None = None, named_tokens: Mapping[str, str] | None = None,
+              **attributes: str) -> Any:
     """The tiny BPE tokenizer with the family's special tokens; `adds_bos` when the family's tokenizer
     puts its BOS before the text it encodes (Llama, Mistral, Gemma), not when it has none to add (Qwen,
     SmolLM2); `adds_eos` when it ends every text with its EOS (T5, BART); `attributes` become named
-    tokens (e.g. image_token="<image>") as the family's tokenizer_config declares them."""
+    tokens (e.g. image_token="<image>") as the family's tokenizer_config declares them, as do `named_tokens`."""
     from tokenizers.processors import TemplateProcessing
 
+    unknown: dict[str, Any] = {"unk_token": unk} if unk else {}
     made = bpe_tokenizer(tiny_corpus(), special_tokens=special, bos_token=bos, eos_token=eos, pad_token=pad,
-                         extra_special_tokens=attributes or None, **({"unk_token": unk} if unk else {}))
+                         extra_special_tokens={**(named_tokens or {}), **attributes} or None, **unknown)
     if adds_bos or adds_eos:
-        first = [bos] if adds_bos else []
+        first = [bos] if adds_bos and bos is not None else []
         last = [eos] if adds_eos else []
         marks = {t: made.convert_tokens_to_ids(t) for t in first + last if t is not None}
         made.backend_tokenizer.post_processor = TemplateProcessing(

@@ -202,7 +202,7 @@ def build_emu3() -> tuple[Any, Any]:
     marks = {"image_token": "<image>", "boi_token": "<|image start|>", "eoi_token": "<|image end|>",
              "image_wrapper_token": "<|image token|>", "eof_token": "<|extra_201|>"}
     made = tiny_tokenizer(["<|extra_203|>", "<|extra_204|>", "<|endoftext|>", "<|extra_200|>", *marks.values(), *codes],
-                          bos="<|extra_203|>", eos="<|extra_204|>", pad="<|endoftext|>", adds_bos=True, **marks)
+                          bos="<|extra_203|>", eos="<|extra_204|>", pad="<|endoftext|>", adds_bos=True, named_tokens=marks)
     image_processor = Emu3ImageProcessor(min_pixels=32 * 32, max_pixels=32 * 32, spatial_factor=8)
     processor = processor_of("Emu3Processor", image_processor=image_processor, tokenizer=made)
     eos, pad = token_ids(made, "<|extra_204|>", "<|endoftext|>")

@@ -88,7 +88,7 @@ def build_lighton_ocr() -> tuple[Any, Any]:
 
     marks = {"image_token": "<|image_pad|>", "image_break_token": "<|vision_pad|>", "image_end_token": "<|vision_end|>"}
     made = tiny_tokenizer(QWEN_TOKENS[:3] + list(marks.values()), bos=None, eos="<|im_end|>", pad="<|endoftext|>",
-                          **marks)
+                          named_tokens=marks)
     image_processor = PixtralImageProcessor(size={"longest_edge": 56}, patch_size={"height": 14, "width": 14})
     processor = processor_of("LightOnOcrProcessor", image_processor=image_processor, tokenizer=made, patch_size=14,
                              spatial_merge_size=2, chat_template=chatml("<|image_pad|>"))
@@ -131,7 +131,7 @@ def build_cohere2_vision() -> tuple[Any, Any]:
     start, end = "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"
     made = tiny_tokenizer(["<PAD>", "<UNK>", "<BOS_TOKEN>", end, start, "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
                            "<|SYSTEM_TOKEN|>", *marks.values()], bos="<BOS_TOKEN>", eos=end, pad="<PAD>",
-                          **marks)
+                          named_tokens=marks)
     roles = {"system": (start + "<|SYSTEM_TOKEN|>", end), "user": (start + "<|USER_TOKEN|>", end),
              "assistant": (start + "<|CHATBOT_TOKEN|>", end)}
     template = chat_template(roles, image="<|IMG_PATCH|>", generation=start + "<|CHATBOT_TOKEN|>", bos="<BOS_TOKEN>")
