@@ -114,7 +114,7 @@ def new_record(*, id: str, benchmark: str, task: str, question: str = "", answer
     return record
 
 
-def same_input(a: Record | dict[str, Any], b: Record | dict[str, Any]) -> bool:
+def same_input(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     """Whether two runs' records of one sample saw the same input: their `input_digest`s agree (records
     written before there was one: their question, target and image name agree)."""
     if a.get("input_digest") and b.get("input_digest"):

@@ -80,12 +80,11 @@ class MetricSetup:
 
 def unit_of(record: Record) -> str:
     """The unit a bootstrap resamples: pair group, circular group, VRP source, or image within its task."""
-    fields: Mapping[str, Any] = record  # older results files' `circular_group`, and VRP's part
     for key in ("pair_group", "circular_group"):
-        if fields.get(key):
-            return f"{key}:{fields[key]}"
-    variant = fields.get("variant") or {}
-    if variant.get("source"):
+        if value := record.get(key):
+            return f"{key}:{value}"
+    variant = record.get("variant")  # VRP's part
+    if isinstance(variant, Mapping) and variant.get("source"):
         return f"source:{variant['source']}"
     if names_an_image(record.get("image")):
         return f"image:{record['task']}:{record['image']}"
