@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 from pytest_mllm.record import Record
 from pytest_mllm.registry import Registry
@@ -113,15 +113,16 @@ class Metric:
 # name, then source order; a required metric before the one requiring it), and sections follow
 # `overall`, `tasks` and `groups` in that order.
 METRICS: Registry[Metric] = Registry("metric", "metric")
+Compute = TypeVar("Compute", bound=Callable[..., object])  # a metric's function: a view → its values
 ACCURACY = "accuracy"  # always reported, never registered
 
 
 def metric(name: str, *, section: bool = False, requires: tuple[str, ...] = (),
            applies: Callable[[Sequence[Record]], bool] | None = None, declarable: bool = True,
            keys: tuple[str, ...] | None = None, twin: CountTwin | None = None,
-           headline: str | None = None) -> Callable[[Callable[[Any], Any]], Any]:
+           headline: str | None = None) -> Callable[[Compute], Compute]:
     """Register the decorated function as metric `name` (see `Metric` for the arguments)."""
-    def register_function(compute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def register_function(compute: Compute) -> Compute:
         register(Metric(name, compute, section, requires, applies, declarable, keys, twin, headline))
         return compute
 
