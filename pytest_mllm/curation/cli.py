@@ -231,7 +231,7 @@ def _verify(spec_path: Path, kept_ids: Sequence[str]) -> None:
     """The curated spec loads exactly the kept samples, in order."""
     from pytest_mllm.loaders import load_samples
 
-    curated = load_spec.__wrapped__(spec_path)
+    curated = load_spec.__wrapped__(spec_path)  # type: ignore[attr-defined]
     loaded = [s.id for s in load_samples(curated, curated.resolve_data_root(None))]
     if loaded != list(kept_ids):
         raise SpecError(f"{spec_path} loads {len(loaded)} samples, not the {len(kept_ids)} kept ones")

@@ -5,7 +5,7 @@ a task job's reports or the terminal summary."""
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,8 @@ class MllmHooks:
         """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅);
         with --mllm-limit=N, the samples past the limit (`harness/limit.py`); with --mllm-shard=I/N, the
         tests of the other shards (`harness/shard.py`)."""
-        few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
-               and self.evaluation.optimized_on(i.sample)]
+        few: list[pytest.Item] = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
+                                  and self.evaluation.optimized_on(i.sample)]
         self.few_deselected = len(few)
         _deselect(config, items, few)
         if self.limit is not None:
@@ -252,7 +252,7 @@ class MllmHooks:
             terminalreporter.write_line(f"pytest-mllm: warning: {end.summary_warning}", yellow=True)
 
 
-def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: Sequence[pytest.Item]) -> None:
+def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:
     """Take `dropped` out of the run, as -k does."""
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -109,7 +109,7 @@ class SampleItem(pytest.Item):
         self.records: list[Record] = []
 
     @property
-    def ihook(self) -> Any:
+    def ihook(self) -> Any:  # type: ignore[override]
         """pytest's hooks, without its per-phase log capture (`harness/log_capture.py`)."""
         return self.config.stash[RUN_KEY].log_capture.hook_relay(self)
 

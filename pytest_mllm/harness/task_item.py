@@ -118,7 +118,7 @@ class TaskReports:
         raw = getattr(report, "mllm_task", None)
         if not raw or self.job is None:
             return
-        spec = self.evaluation.spec(Path(report.mllm_spec))
+        spec = self.evaluation.spec(Path(report.mllm_spec))  # type: ignore[attr-defined]
         outcome = json.loads(raw)
         outcome["benchmark"] = spec.name
         self.outcomes.append(outcome)

@@ -567,9 +567,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, Any], columns: dict[str, Any], t
                         if "keep_na_words" in rules.deviations or text not in NA_WORDS)
     if columns.get("question_type"):
         choices = _typed_choices(row.get(columns["question_type"]), choices, columns["question_type"])
-    answer_type: AnswerType
     if choices:
-        answer_type = "choice"
+        answer_type: AnswerType = "choice"
         answer = _choice_answer(answer, choices, columns.get("answer") or "answer", rules.answer_is,
                                 "answer_option_text" in rules.deviations)
     elif answer.strip().lower() in ("yes", "no") and not references[1:]:  # "Yes " too: kept as given

@@ -335,9 +335,8 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
             raise ValueError(f"field {kind_column!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
                              "evaluation cannot score it either (it draws a letter from no options: random.choice "
                              "raises IndexError): give the row its options or make its question type open")
-    answer_type: AnswerType
     if choices:
-        answer_type = "choice"  # an answer that is no option's letter is scored, and never right
+        answer_type: AnswerType = "choice"  # an answer that is no option's letter is scored, and never right
     elif answer.strip().lower() in ("yes", "no"):  # "Yes " too: kept as given
         answer_type = "yes_no"
     else:

@@ -62,7 +62,7 @@ class BenchmarkResult:
             keys = [headline, *(f"{name}.{headline}" for kind in ("groups", "tasks")
                                 for name in self.scopes.get(kind, {}))]
             self.__dict__["_headline_intervals"] = intervals(self.records, self.setup, self.metrics, keys=keys)
-        return self.__dict__["_headline_intervals"]
+        return self.__dict__["_headline_intervals"]  # type: ignore[no-any-return]
 
     @property
     def answer_counts(self) -> tuple[int, int]:
