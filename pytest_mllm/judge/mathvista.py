@@ -209,10 +209,10 @@ class MathVistaGrader(Grader):
     max_tokens = 128
 
     def item(self, record: Record, sample: Sample) -> GradeItem:
-        question = question(sample.metadata.get("columns") or {}, sample.answer)
+        row = question(sample.metadata.get("columns") or {}, sample.answer)
         return GradeItem(str(sample.metadata.get("source_id", sample.id)),
-                         {"question": sample.question, "response": scored_text(record)}, question,
-                         {"skill": tuple(dict.fromkeys(question.skills))})
+                         {"question": sample.question, "response": scored_text(record)}, row,
+                         {"skill": tuple(dict.fromkeys(row.skills))})
 
     def rule(self, item: GradeItem) -> Grade | None:
         found = pre_extract(item.fields["response"], item.facts)

@@ -109,9 +109,9 @@ def test_a_replayed_judged_file_gives_vlmevalkits_numbers(pytester: pytest.Pytes
         assert bench["metrics"]["errors"] == 1 and result.parseoutcomes()["errors"] == 1
     identity = {"kind": "replay", "file": judged, "model": {"mathvista": "gpt-4o-mini", "mmvet": "gpt-4-turbo"}.get(spec),
                 "prompt": "VLMEvalKit's (the judged file's replies answered it)"}
-    assert [{k: j[k] for k in identity} for j in bench["judges"]] == [identity]
-    assert all(r["graded"]["judge"] == bench["judges"][0] for r in data["records"])
-    assert re.fullmatch("[0-9a-f]{16}", bench["judges"][0]["sha256"])
+    assert [{k: j[k] for k in identity} for j in bench["scopes"]["graded"]["judges"]] == [identity]
+    assert all(r["graded"]["judge"] == bench["scopes"]["graded"]["judges"][0] for r in data["records"])
+    assert re.fullmatch("[0-9a-f]{16}", bench["scopes"]["graded"]["judges"][0]["sha256"])
     result.stdout.fnmatch_lines([f"{spec} · judge-graded ({spec}):*", f"  graded by the replies recorded in {judged}*"])
 
 
@@ -131,7 +131,7 @@ def test_mathvistas_rules_decide_without_the_judge_as_vlmevalkits_prefetch(pytes
 def test_a_judge_graded_benchmark_without_a_judge_is_a_usage_error(pytester: pytest.Pytester) -> None:
     folder, _ = BENCHMARKS["mmvet"]
     result = pytester.runpytest("-p", "no:cacheprovider", f"--mllm=replay:{JUDGED / folder / 'Model_MMVet.xlsx'}",
-                                "--mllm-bench=MMVet", f"--mllm-data=mmvet={JUDGED / folder}")
+                                "--mllm-bench=mmvet", f"--mllm-data=mmvet={JUDGED / folder}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--mllm-bench: mmvet is graded by a judge LLM" in result.stderr.str()
     assert "--mllm-judge=openai:MODEL" in result.stderr.str()
@@ -257,7 +257,7 @@ def test_a_served_judge_with_the_same_replies_gives_vlmevalkits_numbers(pytester
     assert asked[("mathvista", FAILED_ROWS["mathvista"])] == [0.0]
     # Who graded: the model, its URL, the revision stated, a digest of what its server says of it, the prompt.
     for bench in data["benchmarks"].values():
-        [identity] = bench["judges"]
+        [identity] = bench["scopes"]["graded"]["judges"]
         assert {k: identity[k] for k in ("kind", "model", "url", "revision")} == {
             "kind": "served", "model": "openai:judge-model", "url": stub.base_url, "revision": "2026-01"}
         assert re.fullmatch("[0-9a-f]{16}", identity["server"]) and identity["prompt"].startswith("sha256:")
@@ -305,7 +305,7 @@ def test_judge_failures_are_those_samples_errors_and_the_rest_is_scored(pytester
     assert "MalformedResponse" in errors[("mmvet", "2")]
     assert errors[("mmvet", "3")] == ("judge error: no readable grade in 5 replies (the last: "
                                      "'This prediction looks fine to me.')")
-    assert "EndpointUnreachable" in errors[("llavabench", "1")] and "no answer within 1s" in errors[("llavabench", "1")]
+    assert "EndpointUnreachable" in errors[("llavabench", "1")] and "within 1 s" in errors[("llavabench", "1")]
     assert "EndpointError" in errors[("mathvista", "5")] and "HTTP 500" in errors[("mathvista", "5")]
     for record in data["records"]:
         if (record["benchmark"], record["id"].split("::")[-1]) in expected:
@@ -355,8 +355,8 @@ def test_a_users_grading_prompts_are_asked_and_recorded(pytester: pytest.Pyteste
     assert len(worded) == 6 and any(b["messages"][1]["content"].startswith(
         "Caption: A man rides a bicycle along a beach at sunset.\nQ: What is the man doing?\n") for b in worded)
     digest = load_grading_prompts(prompts)["llavabench"].digest
-    assert data["benchmarks"]["llavabench"]["judges"][0]["prompt"] == digest
-    assert data["benchmarks"]["mmvet"]["judges"][0]["prompt"] != digest  # the others keep the built-in prompts
+    assert data["benchmarks"]["llavabench"]["scopes"]["graded"]["judges"][0]["prompt"] == digest
+    assert data["benchmarks"]["mmvet"]["scopes"]["graded"]["judges"][0]["prompt"] != digest  # the others keep the built-in prompts
     assert data["settings"]["judge_grading_prompts"] == {"llavabench": digest}
 
 

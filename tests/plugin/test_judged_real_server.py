@@ -23,7 +23,7 @@ pytest.importorskip("gguf", reason="needs gguf to read the GGUF weights: pip ins
 from local_serve import Server  # noqa: E402
 
 from pytest_mllm.judge.graders import GRADERS, GradeItem  # noqa: E402
-from pytest_mllm.scoring import mathvista  # noqa: E402
+import pytest_mllm.judge.mathvista as mathvista  # noqa: E402
 
 JUDGED = Path(__file__).resolve().parents[2] / "fixtures" / "official" / "judged"
 # Rows whose answer only the judge can read (two each): on two busy cores a reply takes seconds.
@@ -88,7 +88,7 @@ def test_a_real_served_judge_grades_mathvista_and_llavabench(smollm2_server: Ser
             continue
         reply = graded["attempts"][-1]["reply"]
         assert isinstance(reply, str) and reply, record
-        grader = GRADERS[record["benchmark"]]()
+        grader = GRADERS.get(record["benchmark"])()
         if record["benchmark"] == "mathvista":  # the verdict is VLMEvalKit's comparison of the judge's extraction
             assert record["correct"] is mathvista.is_hit(reply, mathvista.question(
                 _columns(record), record["answer"]))
@@ -98,7 +98,7 @@ def test_a_real_served_judge_grades_mathvista_and_llavabench(smollm2_server: Ser
     failed = sum(1 for r in records for a in r["graded"]["attempts"] if a["error"])
     assert attempts - failed <= calls <= attempts, (calls, attempts)  # one call per attempt, none hidden
     for name in ROWS:
-        [identity] = data["benchmarks"][name]["judges"]
+        [identity] = data["benchmarks"][name]["scopes"]["graded"]["judges"]
         assert {k: identity[k] for k in ("kind", "model", "url", "revision")} == {
             "kind": "served", "model": f"openai:{server.model}", "url": server.base_url,
             "revision": "smollm2-135m-instruct-gguf"}

@@ -7,18 +7,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.judge.graded_section import judge_mismatch
 from pytest_mllm.report.compare import compare
-from pytest_mllm.scoring.gates import GateSettings, judge_mismatch, parse_max_drop
+from pytest_mllm.scoring.gates import GateSettings, parse_max_drop
 
 GPT = {"kind": "served", "model": "openai:gpt-4-turbo", "url": "https://api.openai.com/v1", "revision": None,
        "server": None, "prompt": "sha256:aa"}
 LOCAL = {**GPT, "model": "openai:Qwen2.5-7B-Instruct", "url": "http://127.0.0.1:8000/v1"}
 
 
+def _scopes(judges: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"overall": {}, "graded": {"judges": judges} if judges else {}}
+
+
 def _document(score: float, judges: list[dict[str, Any]]) -> dict[str, Any]:
     return {"settings": {"model": "m"}, "records": [],
-            "benchmarks": {"mmvet": {"headline": "mean_score", "metrics": {"mean_score": score}, "judges": judges},
-                           "shapes": {"headline": "accuracy", "metrics": {"accuracy": score}, "judges": []}}}
+            "benchmarks": {"mmvet": {"headline": "mean_score", "metrics": {"mean_score": score}, "scopes": _scopes(judges)},
+                           "shapes": {"headline": "accuracy", "metrics": {"accuracy": score}, "scopes": _scopes([])}}}
 
 
 def test_runs_graded_by_different_judges_or_prompts_are_not_compared() -> None:
@@ -43,8 +48,8 @@ def test_the_baseline_gate_says_why_it_cannot_judge(tmp_path: Path) -> None:
     baseline.write_text(json.dumps(_document(0.8, [GPT])))
     gates = GateSettings(gates=[], max_drops=[parse_max_drop("mmvet.mean_score=0.01")], baseline=baseline)
     [verdict] = gates.verdicts({"mmvet": {"mean_score": 0.5}}, {"mmvet": []}, {"mmvet": "mean_score"},
-                               judges={"mmvet": [LOCAL]})
+                               parts={"mmvet": _scopes([LOCAL])})
     assert verdict.verdict == "fail" and verdict.note.startswith("not evaluated: not compared: graded by different judges")
     [same] = gates.verdicts({"mmvet": {"mean_score": 0.5}}, {"mmvet": []}, {"mmvet": "mean_score"},
-                            judges={"mmvet": [GPT]})
+                            parts={"mmvet": _scopes([GPT])})
     assert same.verdict == "fail" and same.note.startswith("baseline 0.8")
