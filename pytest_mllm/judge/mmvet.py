@@ -4,7 +4,8 @@ A judge LLM grades each answer against the reference from 0.0 (totally wrong) to
 reference's `<AND>` meaning every element is needed and `<OR>` any one. Its reply is read whole as a number
 (`read_grade`: Python's `float()`, so " 0.5\\n" and "1" read, "0.5 because …" does not) between 0 and 1; a
 reply that does not read is asked again at a higher temperature (0, 0.5, 1, 1.5, 2: five attempts,
-`MMVetGrader`; the judge is first shown seven graded rows of a table). A sample's score is its grade; the benchmark's is their mean (VLMEvalKit reports ×100).
+`MMVetGrader`; the judge is first shown seven graded rows of a table). A sample's score is its grade; the
+benchmark's is their mean (VLMEvalKit reports ×100).
 
 Reported, as VLMEvalKit's two tables: per capability (rec, ocr, know, gen, spat, math: a sample counts in
 each capability whose name occurs in its category cell, as VLMEvalKit tests `capability in category`) and per

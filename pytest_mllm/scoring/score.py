@@ -28,9 +28,9 @@ from pytest_mllm.scoring.prediction_cells import read_back
 Reader = Callable[[str, Sample], str]  # (response, sample) → the answer read from it
 References = Sequence[Any]
 Scorer = Callable[[str, References], float]  # (answer, references) → a score in [0, 1]
-OPEN_ANSWERS = "word_match"
+OPEN_ANSWERS = "word_match"  # the parser whose verdict scores an open answer its own parser does not score
 # The error of an answer whose parser leaves the verdict to a section's step (`Parser.verdict_by`) until it rules.
-NOT_YET_RULED = "no verdict: this benchmark's answers are ruled on after they are given, and nothing ruled on this one"  # the parser whose verdict scores an open answer its own parser does not score
+NOT_YET_RULED = "no verdict: this benchmark's answers are ruled on after they are given, and nothing ruled on this one"
 
 
 @dataclass(frozen=True)
