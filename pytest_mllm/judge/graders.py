@@ -5,9 +5,9 @@ One `Grader` per benchmark, registered where the benchmark's scoring is defined 
 judge package's module of that benchmark) under the name of the spec's parser, whose verdict it gives
 (`@parser(name, verdict_by="graded")`). The prompts are ours, worded afresh with the meaning and structure
 of VLMEvalKit's (few-shot examples of the same kinds, the same table, the same sections).
-`load_grading_prompts` reads a user's own from a YAML file (`--mllm-judge-grading-prompts`): per grader an optional `system` and a `user` template with the
-grader's placeholders. A prompt's digest (`GradingPrompt.digest`) is recorded with every grade and keys its
-cached replies.
+`load_grading_prompts` reads a user's own from a YAML file (`--mllm-judge-grading-prompts`): per grader an
+optional `system` and a `user` template with the grader's placeholders. A prompt's digest
+(`GradingPrompt.digest`) is recorded with every grade and keys its cached replies.
 """
 
 from __future__ import annotations
