@@ -131,7 +131,7 @@ def test_mathvistas_rules_decide_without_the_judge_as_vlmevalkits_prefetch(pytes
 def test_a_judge_graded_benchmark_without_a_judge_is_a_usage_error(pytester: pytest.Pytester) -> None:
     folder, _ = BENCHMARKS["mmvet"]
     result = pytester.runpytest("-p", "no:cacheprovider", f"--mllm=replay:{JUDGED / folder / 'Model_MMVet.xlsx'}",
-                                "--mllm-bench=mmvet", f"--mllm-data=mmvet={JUDGED / folder}")
+                                "--mllm-bench=MMVet", f"--mllm-data=mmvet={JUDGED / folder}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--mllm-bench: mmvet is graded by a judge LLM" in result.stderr.str()
     assert "--mllm-judge=openai:MODEL" in result.stderr.str()
