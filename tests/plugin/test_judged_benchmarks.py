@@ -370,3 +370,24 @@ def test_a_bad_grading_prompts_file_is_a_usage_error_before_the_run(pytester: py
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--mllm-judge-grading-prompts: " in result.stderr.str() and "mmvet.user: lacks {question}, {answer}" \
         in result.stderr.str()
+
+
+def test_the_section_shows_its_part_in_every_output_and_gates_name_its_breakdowns(pytester: pytest.Pytester) -> None:
+    """The judge-graded section's part reaches the HTML report, the JUnit properties and the Markdown summary, and a
+    gate may name a breakdown's value (checked before the run, decided after)."""
+    folder, judged = BENCHMARKS["mmvet"]
+    html, junit, markdown = (pytester.path / name for name in ("report.html", "junit.xml", "summary.md"))
+    result, data = _run(pytester, "mmvet", f"--mllm-judge=replay:{JUDGED / folder / judged}", "--mllm-judge-mode=compat",
+                        f"--mllm-html={html}", f"--junitxml={junit}", f"--mllm-markdown={markdown}",
+                        "--mllm-gate=mmvet.graded.capability.rec.mean_score>=0.99",
+                        "--mllm-gate=mmvet.graded.judge_error_rate<=0")
+    rec = data["benchmarks"]["mmvet"]["scopes"]["graded"]["breakdowns"]["capability"]["rec"]["mean_score"]
+    gates = {g["gate"]: g["verdict"] for g in data["gates"]}
+    assert gates == {"mmvet.graded.capability.rec.mean_score>=0.99": "fail", "mmvet.graded.judge_error_rate<=0": "pass"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and rec < 0.99
+    page = html.read_text(encoding="utf-8")
+    assert "Judge-graded benchmarks" in page and f"graded by the replies recorded in {judged}" in page
+    assert "rec_know" in page  # a combination's row
+    properties = junit.read_text(encoding="utf-8")
+    assert f'name="mmvet.graded.capability.rec.mean_score" value="{rec}"' in properties
+    assert f"- mmvet, judge-graded by the replies recorded in {judged}" in markdown.read_text(encoding="utf-8")
