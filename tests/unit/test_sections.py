@@ -234,7 +234,7 @@ class TossSection(Section):
 
     def verdict_step(self, settings: Any, run: Any, cache: Any) -> Any:
         def rule(triples: Any) -> None:
-            for record, sample, _ in triples:
+            for record, _, _ in triples:
                 if record["parsed"] == "fail":
                     record["error"] = "the step could not rule"  # its own failure: the sample's error
                     continue
