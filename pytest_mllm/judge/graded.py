@@ -45,14 +45,14 @@ def graded_section(benchmark: BenchmarkView) -> dict[str, Any]:
     graded = [r for r in benchmark.records if GRADED.get(r)]
     if not graded:
         return {}
-    sources = defaultdict(int)
+    sources: defaultdict[str, int] = defaultdict(int)
     for record in graded:
-        part = record["graded"]
-        sources["judge_errors" if part["status"] == "error" else f"by_{part['source']}"] += 1
-    calls = sum(1 for r in graded if r["graded"]["judge"].get("kind") != "replay"
-                for a in r["graded"]["attempts"] if not a["cached"])
+        own = _part(record)
+        sources["judge_errors" if own["status"] == "error" else f"by_{own['source']}"] += 1
+    calls = sum(1 for r in graded if _part(r)["judge"].get("kind") != "replay"
+                for a in _part(r)["attempts"] if not a["cached"])
     part: dict[str, Any] = {
-        "grader": graded[0]["graded"]["grader"], "judges": judges(graded), "answered": len(graded),
+        "grader": _part(graded[0])["grader"], "judges": judges(graded), "answered": len(graded),
         **{key: sources.get(key, 0) for key in ("by_rules", "by_judge", "by_replay", "by_fallback", "judge_errors")},
         "judge_error_rate": sources.get("judge_errors", 0) / len(graded), "judge_calls": calls,
         "breakdowns": _breakdowns(benchmark, graded),
@@ -63,14 +63,18 @@ def graded_section(benchmark: BenchmarkView) -> dict[str, Any]:
     return {PART: part}
 
 
+def _part(record: Record) -> dict[str, Any]:
+    return GRADED.get(record) or {}
+
+
 def _breakdowns(benchmark: BenchmarkView, graded: Sequence[Record]) -> dict[str, dict[str, Any]]:
     """{kind: {name: scope}}: each name's records (a record counts under each name it lists, as often as it lists
     it), in first-seen order; a kind that shares another's names (`shared`) reports that kind's scope for them."""
     buckets: dict[str, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     shared: dict[str, str] = {}
     for record in graded:
-        shared.update(record["graded"].get("shared") or {})
-        for kind, names in record["graded"]["breakdowns"].items():
+        shared.update(_part(record).get("shared") or {})
+        for kind, names in _part(record)["breakdowns"].items():
             for name in names:
                 buckets[kind][name].append(record)
     scopes = {kind: {name: benchmark.scope(records, kind) for name, records in names.items()}
@@ -85,7 +89,7 @@ def _breakdowns(benchmark: BenchmarkView, graded: Sequence[Record]) -> dict[str,
 def _runs(graded: Sequence[Record]) -> dict[str, Any]:
     """With several judge runs: each run's mean grade over the scored samples, and their standard deviation
     (population, as the official MM-Vet scorer's numpy std)."""
-    per_sample = [r["graded"]["values"].get("grades") for r in graded if r["graded"]["status"] == "graded"]
+    per_sample = [_part(r)["values"].get("grades") for r in graded if _part(r)["status"] == "graded"]
     per_sample = [g for g in per_sample if g]
     if not per_sample or len(per_sample[0]) < 2 or any(len(g) != len(per_sample[0]) for g in per_sample):
         return {}
