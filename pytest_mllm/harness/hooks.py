@@ -96,6 +96,10 @@ class MllmHooks:
         return split(items, *self.options.shard)[1]  # type: ignore[misc]
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        self.interruption.worker_started(node)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker's view of the whole (unsharded) selection, for the shard's results file."""
         raw = getattr(node, "workeroutput", {}).get("mllm_shard_expected")
@@ -220,6 +224,8 @@ class MllmHooks:
         if self.is_worker:
             self.interruption.tell_controller(self.config)
             return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.interruption.stop_workers()  # while the outputs are written
         shortfalls = [s for s in (self.interruption.shortfall(session, exitstatus),
                                   self.limit.shortfall() if self.limit is not None else None) if s is not None]
         self.end = conclude(self.evaluation, self.options.gates, self.options.outputs, self._settings(), shortfalls)

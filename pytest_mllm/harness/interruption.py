@@ -10,14 +10,16 @@ arrives while the outputs are being written waits for them; a second one then en
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 from types import FrameType
 from typing import Any
 
 import pytest
 
-from pytest_mllm.pytest_compat import worker_id
+from pytest_mllm.pytest_compat import worker_id, worker_pid
 from pytest_mllm.shortfall import Shortfall, interrupted, stopped
 
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -39,6 +41,7 @@ class Interruption:
         self._signalled_while_finishing = False
         self._previous: dict[signal.Signals, Any] = {}
         self._done: set[str] = set()
+        self._workers: dict[int, int] = {}  # the controller's: id(node) → a running xdist worker's process id
 
     # -- the handlers --------------------------------------------------------------------------------
 
@@ -88,8 +91,23 @@ class Interruption:
             said = f"{self.received} in worker {worker_id(config)}"
             config.workeroutput["mllm_interrupted"] = json.dumps(said)  # type: ignore[attr-defined]
 
+    def worker_started(self, node: Any) -> None:
+        """xdist: a worker is ready (its process is stopped at once when the controller is interrupted)."""
+        pid = worker_pid(node)
+        if pid is not None:
+            self._workers[id(node)] = pid
+
+    def stop_workers(self) -> None:
+        """The controller was interrupted: its running workers get SIGTERM, which ends their sessions now (each
+        takes it over as the controller does) rather than after their queued tests and xdist's timeout."""
+        for pid in self._workers.values():
+            with contextlib.suppress(OSError):  # gone already
+                os.kill(pid, signal.SIGTERM)
+        self._workers.clear()
+
     def worker_done(self, node: Any) -> None:
-        """xdist: the signal a worker got, if any (the first worker's to say)."""
+        """xdist: the signal a worker got, if any (the first worker's to say); its process is no longer ours."""
+        self._workers.pop(id(node), None)
         raw = getattr(node, "workeroutput", {}).get("mllm_interrupted")
         if raw and self.worker_signal is None:
             self.worker_signal = json.loads(raw)

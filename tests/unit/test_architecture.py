@@ -312,7 +312,7 @@ def test_every_hook_is_a_few_lines_that_delegate() -> None:
 # their private modules, and the attributes read.
 INTERNAL_MODULES = ("_pytest", "xdist")
 INTERNAL_NAMES = {"_tw", "_width_of_current_line", "torun", "nextitem_index", "workerinput", "xml_key",
-                  "known_args_namespace", "_ispytest", "logfile"}
+                  "known_args_namespace", "_ispytest", "logfile", "_io"}
 
 
 def internals_named(name: str, path: Path, is_package: bool) -> set[str]:
