@@ -160,9 +160,10 @@ class MllmHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """xdist: a worker died while running `crashitem`; its sample is scored as an error."""
+        """xdist: a worker died while running `crashitem`; its sample is scored as an error (unless the worker was
+        interrupted: its sample was cut short, not failed)."""
         found = self._sample_of(crashitem)
-        if found is None:
+        if found is None or self.interruption.worker_interruption:
             return
         sample, spec, order = found
         record = self.evaluation.crashed(sample, spec, str(report.longrepr))
@@ -222,7 +223,7 @@ class MllmHooks:
         self.interruption.finishing = True  # a signal now waits for the outputs
         self.batches.close()
         if self.is_worker:
-            self.interruption.tell_controller(self.config)
+            self.interruption.tell_controller(self.config, exitstatus)
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             self.interruption.stop_workers()  # while the outputs are written

@@ -35,7 +35,7 @@ class Interruption:
 
     def __init__(self) -> None:
         self.received: str | None = None  # the first signal this process got
-        self.worker_signal: str | None = None  # a worker's, as it told the controller ("SIGTERM in worker gw1")
+        self.worker_interruption: str | None = None  # as a worker told the controller: "SIGTERM in worker gw1"
         self.caught: BaseException | None = None  # what pytest's interruption carried
         self.finishing = False  # the outputs are being written: a signal waits for them
         self._signalled_while_finishing = False
@@ -85,10 +85,10 @@ class Interruption:
         """pytest's interruption (`pytest_keyboard_interrupt`): what it carried."""
         self.caught = exception
 
-    def tell_controller(self, config: pytest.Config) -> None:
-        """An xdist worker's signal, for the controller (`worker_done`): "SIGTERM in worker gw1"."""
-        if self.received:
-            said = f"{self.received} in worker {worker_id(config)}"
+    def tell_controller(self, config: pytest.Config, exitstatus: int) -> None:
+        """An xdist worker's interruption, for the controller (`worker_done`): "SIGTERM in worker gw1"."""
+        if self.received or exitstatus == pytest.ExitCode.INTERRUPTED:
+            said = f"{self.received or self._cause() or 'KeyboardInterrupt'} in worker {worker_id(config)}"
             config.workeroutput["mllm_interrupted"] = json.dumps(said)  # type: ignore[attr-defined]
 
     def worker_started(self, node: Any) -> None:
@@ -109,8 +109,8 @@ class Interruption:
         """xdist: the signal a worker got, if any (the first worker's to say); its process is no longer ours."""
         self._workers.pop(id(node), None)
         raw = getattr(node, "workeroutput", {}).get("mllm_interrupted")
-        if raw and self.worker_signal is None:
-            self.worker_signal = json.loads(raw)
+        if raw and self.worker_interruption is None:
+            self.worker_interruption = json.loads(raw)
 
     def shortfall(self, session: pytest.Session, exitstatus: int) -> Shortfall | None:
         """Why the run ended before its tests did, or None: interrupted (a signal, a KeyboardInterrupt, pytest.exit,
@@ -128,8 +128,8 @@ class Interruption:
         if self.received:
             return self.received
         caught = self.caught
-        if self.worker_signal:
-            return self.worker_signal
+        if self.worker_interruption:
+            return self.worker_interruption
         if caught is None or type(caught) is KeyboardInterrupt:
             return "KeyboardInterrupt"
         if isinstance(caught, pytest.exit.Exception):
