@@ -30,7 +30,7 @@ class Shortfall:
     def from_json(cls, entry: Mapping[str, Any]) -> Shortfall:
         """An entry of a results file's `incomplete` list (`to_json`'s form)."""
         details = {k: v for k, v in entry.items() if k not in ("kind", "reason")}
-        return cls(entry["kind"], str(entry["reason"]), details)
+        return cls(entry.get("kind", "interrupted"), str(entry["reason"]), details)
 
 
 def interrupted(cause: str, done: int, selected: int) -> Shortfall:

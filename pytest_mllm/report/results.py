@@ -164,8 +164,11 @@ def baseline_pairing(gates: GateSettings, results: Mapping[str, BenchmarkResult]
 
 
 def shortfalls_of(document: Mapping[str, Any]) -> list[Shortfall]:
-    """The `incomplete` list of a results document (none in a file written before it was recorded)."""
-    return [Shortfall.from_json(entry) for entry in document.get("incomplete") or []]
+    """The `incomplete` list of a results document (none in a file written before it was recorded; an entry that is
+    not a reason is left out)."""
+    entries = document.get("incomplete")
+    return [Shortfall.from_json(entry) for entry in entries if isinstance(entry, Mapping) and "reason" in entry] \
+        if isinstance(entries, list) else []
 
 
 def document_text(document: Mapping[str, Any]) -> str:
