@@ -125,11 +125,9 @@ class Interruption:
 
     def _cause(self) -> str | None:
         """The signal or exception that interrupted the run; None for xdist's stop on a failure (-x, --maxfail)."""
-        if self.received:
-            return self.received
+        if self.received or self.worker_interruption:
+            return self.received or self.worker_interruption
         caught = self.caught
-        if self.worker_interruption:
-            return self.worker_interruption
         if caught is None or type(caught) is KeyboardInterrupt:
             return "KeyboardInterrupt"
         if isinstance(caught, pytest.exit.Exception):

@@ -80,8 +80,8 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     suite = gate.benchmark if gate.benchmark != "*" else "mllm"
     nodeid = xml_text(f"{suite}::{kind}::{gate.text}")
     location = (xml_text(f"{suite}.{kind}"), None, xml_text(gate.text))
-    message = f"gate failed: {verdict.line()}" + (f" ({verdict.note})" if verdict.note and verdict.value is not None
-                                                  else "")
+    note = verdict.note.removeprefix(verdict.withheld).removeprefix("; ")  # the line says why it was withheld
+    message = f"gate failed: {verdict.line()}" + (f" ({note})" if note and verdict.value is not None else "")
     outcome: Any = {"pass": "passed", "fail": "failed", "not run": "skipped"}[verdict.verdict]
     longrepr: Any = None
     if outcome == "failed":
