@@ -30,6 +30,7 @@ from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
+    from pytest_mllm.estimate.plan import EstimateSettings
     from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
     from pytest_mllm.tpeval.prompts_file import PromptsFile
@@ -91,6 +92,7 @@ class EvaluationSettings:
     worker: bool = False  # one of several processes sharing the CPU cores
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
+    estimate: EstimateSettings | None = None  # --mllm-estimate: a subset of each benchmark, its full scores estimated
 
 
 class Evaluation:
@@ -219,15 +221,26 @@ class Evaluation:
         return self.settings.vrp_mode or spec.variants
 
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
-        """All samples of a benchmark, with their VRP variants in grid and full mode."""
+        """All samples of a benchmark, with their VRP variants in grid and full mode; with --mllm-estimate, the
+        subset drawn of them (`estimate.plan`; a SpecError when the panel cannot draw it)."""
         root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
-        samples = load_samples(spec, root)
+        samples = list(load_samples(spec, root))
         mode = self.variant_mode(spec)
-        if mode == "none":
-            return list(samples)
-        from pytest_mllm.vrp.expand import with_variants
+        if mode != "none":
+            from pytest_mllm.vrp.expand import with_variants
 
-        return with_variants(samples, mode)
+            samples = with_variants(samples, mode)
+        return self._subset(spec, samples) if self.settings.estimate is not None else samples
+
+    def _subset(self, spec: BenchmarkSpec, samples: list[AnySample]) -> list[AnySample]:
+        from pytest_mllm.estimate.panel import PanelError
+        from pytest_mllm.estimate.plan import subset
+
+        assert self.settings.estimate is not None
+        try:
+            return subset(self.settings.estimate, spec, samples)
+        except PanelError as exc:
+            raise SpecError(str(exc)) from None
 
     # -- TP-Eval: customized prompts and optimization ---------------------------------------
 
@@ -368,6 +381,7 @@ class Evaluation:
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             "prompts": str(s.prompts_path) if s.prompts_path else None,
             "prompts_model": self.prompts.model if self.prompts is not None else None,
+            **({"estimate": s.estimate.describe()} if s.estimate is not None else {}),
         }
 
 

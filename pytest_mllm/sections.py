@@ -6,7 +6,10 @@ declares the metrics it shows (by their registered name), the values its metrics
 (`Column`: unit and header), the part of the benchmark's scopes it owns (`scopes[section.name]`), the
 gate keys that part yields, its terminal tables, its part of the HTML report, its JUnit properties,
 its Markdown lines, the files it writes and the parts it adds to each record (`record.RecordPart`).
-The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
+A section may also derive its part once from a benchmark's records after the metrics (`derive`: values with
+an uncertainty of their own, never recomputed on bootstrap resamples), stand in for measured values in the
+gates (`stand_in`: an estimate of the full run from a subset, decided on its interval), and pair a run with a
+baseline itself (`pair`). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
 sections and never name one.
 
 A section registers itself where it is defined (`register(MySection())`), in a module named
@@ -68,6 +71,18 @@ class HtmlPart:
     body: Any  # markupsafe.Markup
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A value a section's part gives in place of a measured one (an estimate of the full run's value from a
+    subset), with its interval: gates decide on the interval and say so (`note`)."""
+
+    value: float
+    low: float | None
+    high: float | None
+    level: float
+    note: str  # what the value is, in words ("estimate from 72 of 360 samples, stratified by difficulty")
+
+
 class HtmlPage(Protocol):
     """What the HTML report lends a section to build its part (`report/html.py`)."""
 
@@ -102,6 +117,7 @@ class Section:
     gate_patterns: tuple[str, ...] = ()  # regular expressions of further gate keys its data names
     outputs: tuple[OutputFile, ...] = ()
     record_parts: tuple[RecordPart[Any], ...] = ()
+    derived: bool = False  # its part comes from `derive`, once per result, never from resampled records
 
     def __init__(self, **declared: Any) -> None:
         for attribute, value in declared.items():
@@ -131,10 +147,26 @@ class Section:
         instead of accuracy per task; None leaves that chart to the report."""
         return None
 
-    def junit(self, benchmark: str, flat: Mapping[str, float]) -> dict[str, Any]:
+    def junit(self, benchmark: str, flat: Mapping[str, float], part: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Suite properties of one benchmark: by default every flat key of its part."""
         prefix = f"{self.name}."
         return {f"{benchmark}.{key}": value for key, value in flat.items() if key.startswith(prefix)}
+
+    def derive(self, records: Sequence[Any], setup: Any) -> dict[str, Any] | None:
+        """With `derived`: its part of a benchmark's results from the benchmark's records (in collection order)
+        and metric setup (`scoring.uncertainty.MetricSetup`), or None when it has none there."""
+        return None
+
+    def stand_in(self, flat: Mapping[str, float], key: str) -> StandIn | None:
+        """What stands in for the measured value of a flat `key` of a benchmark whose flat metrics are `flat`
+        (a gate then decides on its interval), or None: the measured value stands."""
+        return None
+
+    def pair(self, base: Sequence[Any], head: Sequence[Any], setup: Any) -> Any | None:
+        """This run's records (`head`) compared with a baseline's (`base`) for the regression limits, when this
+        section's records need their own comparison (a `scoring.significance.PairedComparison`'s `drop_test`),
+        else None."""
+        return None
 
     def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
         """Lines for the Markdown summary, from its part of one benchmark's scopes."""
@@ -146,7 +178,8 @@ class Section:
         raise NotImplementedError(f"section {self.name!r} declares {option} but does not write it")
 
 
-_DECLARED = ("name", "title", "metrics", "columns", "gate_values", "gate_patterns", "outputs", "record_parts")
+_DECLARED = ("name", "title", "metrics", "columns", "gate_values", "gate_patterns", "outputs", "record_parts",
+             "derived")
 
 
 def percent(value: Any) -> str:
@@ -199,6 +232,46 @@ def with_parts(scopes: Mapping[str, Any]) -> Iterator[tuple[Section, Mapping[str
         section = _REGISTERED.get(key)
         if section is not None and part and isinstance(part, Mapping):
             yield section, part
+
+
+def derived_parts(records: Sequence[Any], setup: Any) -> dict[str, Any]:
+    """{section name: its part} of the derived sections that have one for these records."""
+    found = {}
+    for section in all_sections():
+        if section.derived:
+            part = section.derive(records, setup)
+            if part is not None:
+                found[section.name] = part
+    return found
+
+
+def is_derived_key(key: str) -> bool:
+    """Whether a flat key belongs to a derived section's part (its values carry their own uncertainty)."""
+    section = _REGISTERED.get(key.split(".")[0])
+    return section is not None and section.derived
+
+
+def stand_in(flat: Mapping[str, float], key: str) -> StandIn | None:
+    """What some section gives in place of the measured `key` (see `Section.stand_in`), or None."""
+    for section in all_sections():
+        found = section.stand_in(flat, key)
+        if found is not None:
+            return found
+    return None
+
+
+def stands_in(scopes: Mapping[str, Any]) -> bool:
+    """Whether a benchmark's scopes hold a derived part (values that stand in for the measured ones)."""
+    return any(section.derived for section, _ in with_parts(scopes))
+
+
+def paired(base: Sequence[Any], head: Sequence[Any], setup: Any) -> Any | None:
+    """A section's own comparison of `head` with `base` (see `Section.pair`), or None."""
+    for section in all_sections():
+        found = section.pair(base, head, setup)
+        if found is not None:
+            return found
+    return None
 
 
 def columns() -> tuple[Column, ...]:

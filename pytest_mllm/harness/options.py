@@ -27,6 +27,7 @@ from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
 if TYPE_CHECKING:
+    from pytest_mllm.estimate.plan import EstimateSettings
     from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -182,6 +183,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("mllm_max_new_tokens", default="", help="longest answer, overriding every spec's max_new_tokens")
     parser.addini("mllm_gate_skip_missing", type="bool", default=False,
                   help="a gate whose benchmark or task did not run is 'not run' instead of failed")
+    from pytest_mllm.estimate.options import declare as declare_estimate
+
+    declare_estimate(group)
 
 
 @dataclass(frozen=True)
@@ -227,7 +231,7 @@ class Options:
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
-            replay_min_match=_replay_min_match(config))
+            replay_min_match=_replay_min_match(config), estimate=_estimate(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -239,7 +243,9 @@ class Options:
             inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
-                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
+                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
+                **{f"the --mllm-estimate-panel file {p}": p for p in evaluation.estimate.panel.files
+                   if evaluation.estimate}})
             try:
                 outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
                               if evaluation.optimize else ())
@@ -527,6 +533,16 @@ def _optimization(config: pytest.Config) -> OptimizationSettings | None:
         endpoint=_endpoint(config, "mllm_optimizer_base_url", "mllm_optimizer_api_key_env"),
         search=search, max_tokens=opt("mllm_optimizer_max_tokens"), split=opt("mllm_tp_split"),
         zero_shot=opt("mllm_tp_zero_shot"))
+
+
+def _estimate(config: pytest.Config) -> EstimateSettings | None:
+    """--mllm-estimate with its panel, method and seed (`pytest_mllm.estimate.options`)."""
+    from pytest_mllm.estimate.options import EstimateOptionError, read
+
+    try:
+        return read(config.getoption)
+    except EstimateOptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _path(value: str | None) -> Path | None:

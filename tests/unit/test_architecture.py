@@ -26,6 +26,7 @@ LAYERS = (
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs
+    "estimate",  # full scores estimated from a subset: reads panels' results, draws, gates on intervals
     "evaluation",  # the pytest-free core
     "harness", "plugin",  # pytest
 )
