@@ -9,7 +9,7 @@ shards, or by anyone reading the results file.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,35 +42,40 @@ class EstimateSettings:
 def subset(settings: EstimateSettings, spec: BenchmarkSpec, samples: Sequence[Any]) -> list[Any]:
     """The samples a subset run of this benchmark asks, in their order, each with its draw in its metadata;
     PanelError when the panel does not know the benchmark or shares none of its samples."""
-    panel = settings.panel.benchmark(spec.name)
     keys = [_unit_key(sample, spec) for sample in samples]
     ids: dict[str, list[str]] = {}
     tasks: dict[str, str] = {}
     for sample, key in zip(samples, keys):
         ids.setdefault(key, []).append(sample.id)
         tasks.setdefault(key, sample.task)
-    units = [Unit(key, tasks[key], len(members)) for key, members in ids.items()]
-    difficulty = panel.difficulty(ids)
-    if not difficulty:
-        raise PanelError(f"the estimate panel's records of {spec.name!r} share no sample id with the benchmark "
-                         f"({len(samples)} samples): was the panel run on another version of it? Give results "
-                         "files of runs on this one")
-    count = settings.size.units(len(units), len(samples))
-    found = strata(units, difficulty, count, settings.method)
-    drawn = draw(found, settings.seed)
+    drawn = draws(settings, spec.name, [Unit(key, tasks[key], len(members)) for key, members in ids.items()], ids)
     kept = []
     for sample, key in zip(samples, keys):
-        unit = drawn.get(key)
-        if unit is None:
+        info = drawn.get(key)
+        if info is None:
             continue
         if isinstance(sample, Sample):
-            info = DrawInfo(method=settings.method, size=settings.size.text, seed=settings.seed,
-                            panel=settings.panel.digest, stratum=unit.stratum, stratum_units=unit.stratum_units,
-                            stratum_draws=unit.stratum_draws, strata=len(found), units=len(units),
-                            samples=len(samples))
-            sample = dataclasses.replace(sample, metadata={**sample.metadata, DRAW.from_metadata: info})
+            sample = dataclasses.replace(sample, metadata={**sample.metadata, DRAW.key: info})
         kept.append(sample)
     return kept
+
+
+def draws(settings: EstimateSettings, benchmark: str, units: Sequence[Unit], ids: Mapping[str, Sequence[str]],
+          leave_out: str | None = None) -> dict[str, DrawInfo]:
+    """{unit key: its draw} of the units a subset run of `benchmark` asks (`units` in benchmark order, `ids`
+    each unit's sample ids); `leave_out`: a panel member not to grade difficulty with (the calibration's
+    held-out model)."""
+    difficulty = settings.panel.benchmark(benchmark).difficulty(ids, leave_out=leave_out)
+    samples = sum(u.size for u in units)
+    if not difficulty:
+        raise PanelError(f"the estimate panel's records of {benchmark!r} share no sample id with the benchmark "
+                         f"({samples} samples): was the panel run on another version of it? Give results files of "
+                         "runs on this one")
+    found = strata(units, difficulty, settings.size.units(len(units), samples), settings.method)
+    return {key: DrawInfo(method=settings.method, size=settings.size.text, seed=settings.seed,
+                          panel=settings.panel.digest, stratum=unit.stratum, stratum_units=unit.stratum_units,
+                          stratum_draws=unit.stratum_draws, strata=len(found), units=len(units), samples=samples)
+            for key, unit in draw(found, settings.seed).items()}
 
 
 def _unit_key(sample: Any, spec: BenchmarkSpec) -> str:

@@ -244,8 +244,8 @@ class Options:
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
-                **{f"the --mllm-estimate-panel file {p}": p for p in evaluation.estimate.panel.files
-                   if evaluation.estimate}})
+                **{f"the --mllm-estimate-panel file {p}": p
+                   for p in (evaluation.estimate.panel.files if evaluation.estimate else ())}})
             try:
                 outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
                               if evaluation.optimize else ())
