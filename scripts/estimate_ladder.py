@@ -22,7 +22,8 @@ and scored from its own records, and the regression limits are evaluated as a py
 (`report.results.compute_results`, `scoring.gates.evaluate_regressions`, the estimate's paired comparison):
 `BENCH.accuracy=0` (fails when the whole 95 % interval of the drop lies above 0) and
 `BENCH.accuracy=significant`. Reported: the share of planted pairs × seeds that fail (power) and of null
-pairs × seeds that fail (false alarms).
+pairs × seeds that fail (false alarms); beside them, for reference, the same limits on the full runs
+(`scoring.significance.PairedComparison`: the whole benchmark, every sample paired; no seed).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pytest_mllm.estimate.panel import Member, read_panel  # noqa: E402
 from pytest_mllm.estimate.plan import EstimateSettings, draws  # noqa: E402
 from pytest_mllm.report.results import compute_results  # noqa: E402
 from pytest_mllm.scoring.gates import evaluate_regressions, parse_max_drop  # noqa: E402
+from pytest_mllm.scoring.significance import PairedComparison  # noqa: E402
 from pytest_mllm.scoring.uncertainty import unit_of  # noqa: E402
 from pytest_mllm import sections  # noqa: E402
 
@@ -58,7 +60,8 @@ def make_records(ladders: list[Path], out: Path, benchmarks: list[str]) -> None:
     index_path = out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {}
     for ladder in ladders:
-        for folder in sorted(p for p in ladder.iterdir() if (p / "card.json").is_file()):
+        folders = sorted(p for p in ladder.iterdir() if (p / "card.json").is_file()) if ladder.is_dir() else []
+        for folder in folders:
             card = json.loads((folder / "card.json").read_text())
             name = f"{ladder.name}-{folder.name}.json"
             index[name] = {"run": ladder.name, "folder": folder.name, "steps": card["training"]["steps"],
@@ -124,10 +127,16 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None) -> N
         found: dict[str, Any] = {}
         for kind, chosen in pairs.items():
             fails = {name: 0 for name in limits}
+            full_fails = {name: 0 for name in limits}
             drops: list[float] = []
             for base, head in chosen:
                 baseline = {bench: full[base].metrics}
                 head_member: Member = members[head]
+                whole = PairedComparison(full[base].records, full[head].records, full[head].setup)
+                for name, limit in limits.items():
+                    verdicts = evaluate_regressions([parse_max_drop(limit.format(b=bench))], {bench: full[head].metrics},
+                                                    baseline, {bench: spec.headline}, lambda _: whole)
+                    full_fails[name] += verdicts[0].verdict == "fail"
                 for seed in range(seeds):
                     settings = EstimateSettings(size, panel, STRATIFIED, seed)
                     drawn = draws(settings, bench, units, ids, leave_out=head_member.label)
@@ -147,14 +156,17 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None) -> N
             found[kind] = {"pairs": [[index[b]["folder"], index[h]["folder"], round(100 * (headline[b] - headline[h]), 2)]
                                      for b, h in chosen],
                            "trials": trials, "fail_rate": {n: (f / trials if trials else None) for n, f in fails.items()},
+                           "full_run_fail_rate": {n: (f / len(chosen) if chosen else None) for n, f in full_fails.items()},
                            "mean_estimated_drop": sum(drops) / len(drops) if drops else None}
         report["benchmarks"][bench] = found
         for kind in ("planted", "null"):
             f = found[kind]
             rates = ", ".join(f"{n}: {100 * r:.1f} %" if r is not None else f"{n}: –" for n, r in f["fail_rate"].items())
             what = "power (planted 2.5–3.5 pt drops)" if kind == "planted" else "false alarms (|gap| ≤ 0.5 pt)"
+            whole = ", ".join(f"{n}: {100 * r:.1f} %" if r is not None else f"{n}: –"
+                              for n, r in f["full_run_fail_rate"].items())
             print(f"{bench} at {size_text}: {what}: {len(f['pairs'])} pairs × {seeds} seeds = {f['trials']} trials; "
-                  f"gate fails — {rates}", flush=True)
+                  f"gate fails — {rates}; on the full runs — {whole}", flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
     if out:
         out.write_text(json.dumps(report, indent=1) + "\n")

@@ -64,15 +64,18 @@ def estimate_part(records: Sequence[Record], setup: MetricSetup, level: float = 
         part["notes"].append(f"no estimate: {exc}")
         return part
     part["values"] = {key: {**e.json(), "measured": measured[key]} for key, e in found.items()}
+    tasks = list(dict.fromkeys(subset.tasks))
+    part["scopes"] = [*(g for g, members in setup.groups.items() if set(members) & set(tasks)), *tasks]
     if setup.headline not in found:
         part["notes"].append(f"the headline {setup.headline!r} is not a ratio of counts: not estimated here")
     return part
 
 
-def shown_keys(part: Mapping[str, Any], scopes: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(label, key) of the values tables show: the headline and accuracy overall, each scope's headline."""
+def shown_keys(part: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(label, key) of the values tables show: the headline and accuracy overall, each group's and task's
+    headline (in the benchmark's order)."""
     values, headline = part["values"], part["headline"]
     rows = [("overall", key) for key in dict.fromkeys((headline, "accuracy")) if key in values]
-    names = list(scopes) or sorted({k.split(".")[0] for k in values if "." in k})
+    names = part.get("scopes") or sorted({k.split(".")[0] for k in values if "." in k})
     rows += [(name, f"{name}.{headline}") for name in names if f"{name}.{headline}" in values]
     return rows
