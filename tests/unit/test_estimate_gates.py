@@ -74,7 +74,7 @@ def test_a_regression_limit_on_an_estimate_pairs_the_drawn_samples_with_the_base
     same = [_record(i, i % 10 != 0, draw=True) for i in range(20)]
     assert _limit(same, base, "b.accuracy=0.02").verdict == "pass"
     significant = _limit(worse, base, "b.accuracy=significant")
-    assert significant.verdict == "fail" and "McNemar on the drawn samples" in significant.note
+    assert significant.verdict == "fail" and "two-sided t on" in significant.note
 
 
 def test_a_regression_limit_needs_the_drawn_samples_in_the_baseline() -> None:
