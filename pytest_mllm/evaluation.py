@@ -13,18 +13,22 @@ notebook can drive one too:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.evaluator import Evaluator, failed_batch_error, sample_record
+from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS
 from pytest_mllm.engine.pipeline import Turn, WaitsOutsideTurn
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 from pytest_mllm.loaders import load_samples
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
 
@@ -68,6 +72,10 @@ class JudgeSettings:
     max_tokens: int = 512
     prompts: tuple[Prompt, ...] | None = None  # --mllm-judge-prompts, checked; None: the built-in five
 
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        return ModelRef.parse(self.model)
+
 
 @dataclass(frozen=True)
 class EvaluationSettings:
@@ -90,9 +98,17 @@ class EvaluationSettings:
     prompts_transfer: bool = False
     optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
+    # (this process's index, the processes running the run together): a served model's concurrency is shared out
+    workers: tuple[int, int] = (0, 1)
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
+    data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
     estimate: EstimateSettings | None = None  # --mllm-estimate: a subset of each benchmark, its full scores estimated
+
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        """`model` read into its kind and argument."""
+        return ModelRef.parse(self.model)
 
 
 class Evaluation:
@@ -121,6 +137,7 @@ class Evaluation:
         self._prompted_specs: dict[str, BenchmarkSpec] = {}
         self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
+        self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
         self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
 
     # -- the parts ---------------------------------------------------------------------------
@@ -133,21 +150,33 @@ class Evaluation:
             hf_options = dict(self.settings.hf_options)
             if self.settings.worker:
                 hf_options["num_threads"] = 1  # CPU workers sharing cores slow each other down badly
-            made = make_model(self.settings.model, hf_options, self.settings.endpoint)
+            made = make_model(self.settings.model_ref, hf_options, self.endpoint)
         return WaitsOutsideTurn(made, self.turn) if self.requests_in_flight() else made  # type: ignore[return-value]
 
     def requests_in_flight(self) -> int | None:
         """For a served model (`openai:`), how many requests to keep in flight across tests: its
         concurrency per replica times the replicas; None for a model that answers a batch at a time."""
-        if not self.settings.model.startswith("openai:"):
+        if not self.settings.model_ref.served:
             return None
-        endpoint = self.settings.endpoint
+        endpoint = self.endpoint
         return endpoint.concurrency * len(endpoint.urls)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The served model's endpoint as this process uses it: its share of the concurrency per replica, where
+        several processes run the run together (xdist workers keep the set total in flight between them; each
+        keeps at least one)."""
+        endpoint = self.settings.endpoint
+        index, count = self.settings.workers
+        if count <= 1:
+            return endpoint
+        share = endpoint.concurrency // count + (index < endpoint.concurrency % count)
+        return dataclasses.replace(endpoint, concurrency=max(1, share))
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
-        instant = s.model.startswith(("baseline:", "replay:"))  # caching them would only cost disk
-        if s.cache_mode == "off" or (instant and s.judge is None and s.optimize is None):
+        # caching the answers of a model that answers without work would only cost disk
+        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and s.optimize is None):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 
@@ -158,7 +187,7 @@ class Evaluation:
 
         model_args = self.settings.hf_options.get("model_args")
         revision = model_args.loading.get("revision") if model_args else None
-        identity = model_identity(self.settings.model, revision)
+        identity = model_identity(self.settings.model_ref, revision)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
 
     def _make_judge(self) -> Any:
@@ -167,7 +196,7 @@ class Evaluation:
 
         judge = self.settings.judge
         assert judge is not None
-        return Judge(judge.endpoint.client(), judge.model.removeprefix("openai:"), temperature=judge.temperature,
+        return Judge(judge.endpoint.client(), judge.model_ref.served_name, temperature=judge.temperature,
                      mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
                      prompts=judge.prompts)
 
@@ -178,7 +207,7 @@ class Evaluation:
 
         judge = self.settings.judge
         assert judge is not None
-        return ChoiceExtractor(judge.endpoint.client(), judge.model.removeprefix("openai:"),
+        return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
                                max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
 
     @property
@@ -223,14 +252,16 @@ class Evaluation:
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
         """All samples of a benchmark, with their VRP variants in grid and full mode; with --mllm-estimate, the
         subset drawn of them (`estimate.plan`; a SpecError when the panel cannot draw it)."""
-        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
-        samples = list(load_samples(spec, root))
+        root = spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
+        samples = load_samples(spec, root)
+        self._rows[spec.name] = samples
         mode = self.variant_mode(spec)
+        found = list(samples)
         if mode != "none":
             from pytest_mllm.vrp.expand import with_variants
 
-            samples = with_variants(samples, mode)
-        return self._subset(spec, samples) if self.settings.estimate is not None else samples
+            found = with_variants(samples, mode)
+        return self._subset(spec, found) if self.settings.estimate is not None else found
 
     def _subset(self, spec: BenchmarkSpec, samples: list[AnySample]) -> list[AnySample]:
         from pytest_mllm.estimate.panel import PanelError
@@ -274,7 +305,7 @@ class Evaluation:
         """With `replay:`, how the recording covers this benchmark's samples (a line kept in
         `replay_coverage`); a SpecError naming the first disagreeing row when its questions or
         targets match too few of them."""
-        if not self.settings.model.startswith("replay:"):
+        if not self.settings.model_ref.recording:
             return
         from pytest_mllm.models.replay import ReplayModel
         from pytest_mllm.models.replay_check import ReplayMismatch, check_coverage, coverage
@@ -368,7 +399,24 @@ class Evaluation:
         """Metrics per benchmark over the gathered records, in collection order."""
         from pytest_mllm.report.results import compute_results
 
-        return compute_results(self.specs, self._records)
+        results = compute_results(self.specs, self._records)
+        for result in results.values():
+            result.data = self.data_identity(result.spec)
+        return results
+
+    def data_identity(self, spec: BenchmarkSpec) -> dict[str, Any] | None:
+        """The digest of the files and rows a benchmark's samples were read from (`engine/data_identity.py`);
+        read again where this process did not load them (an xdist controller); None if they cannot be."""
+        from pytest_mllm.engine.data_identity import data_identity
+
+        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
+        rows = self._rows.get(spec.name)
+        if rows is None:
+            try:
+                rows = load_samples(spec, root)
+            except (SpecError, OSError, ValueError):
+                return None
+        return data_identity(spec, root, rows)
 
     def describe(self) -> dict[str, Any]:
         """The settings that shaped the answers, for the results file."""

@@ -67,6 +67,7 @@ class Record(_RecordFields, total=False):
     data rides beside them as the parts its section registers (`RecordPart`)."""
 
     order: int  # position in the collection: metrics read records in this order under xdist too
+    input_digest: str  # the sample's question, target, choices and image bytes (`engine/data_identity.py`)
     duration_s: float  # the test's wall time
     thumbnail: str | None  # a data URL of the first image, for wrong answers in the HTML report
 
@@ -111,6 +112,14 @@ def new_record(*, id: str, benchmark: str, task: str, question: str = "", answer
     }
     record.update(fields)  # type: ignore[typeddict-item]
     return record
+
+
+def same_input(a: Record | dict[str, Any], b: Record | dict[str, Any]) -> bool:
+    """Whether two runs' records of one sample saw the same input: their `input_digest`s agree (records
+    written before there was one: their question, target and image name agree)."""
+    if a.get("input_digest") and b.get("input_digest"):
+        return a["input_digest"] == b["input_digest"]
+    return all(a.get(key) == b.get(key) for key in ("question", "answer", "image"))
 
 
 def dumps(records: list[Record]) -> str:

@@ -114,7 +114,10 @@ class Response:
 
 @runtime_checkable
 class Model(Protocol):
-    """Anything that answers a batch of requests, one response per request, in order."""
+    """Anything that answers a batch of requests, one response per request, in order.
+
+    A model may also say `reads_images = True`: it never changes the images of its requests, so the
+    samples that share an image may be handed one decoded image."""
 
     name: str
     needs_images: bool

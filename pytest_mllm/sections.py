@@ -12,15 +12,16 @@ gates (`stand_in`: an estimate of the full run from a subset, decided on its int
 baseline itself (`pair`). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
 sections and never name one.
 
-A section registers itself where it is defined (`register(MySection())`), in a module named
-`section.py` or `<family>_section.py` inside the package: `all_sections()` imports those modules
-on first use (they import nothing heavy), so a section added to the package is one module and no
-edit elsewhere. A plugin or a conftest registers its own the same way.
+A section registers itself where it is defined, by a top-level line `register_section("name", …)`
+(in the package, a `section.py` of the method's package or a `<family>_section.py` beside the family's
+module, which import nothing heavy). `SECTIONS` is a `pytest_mllm.registry.Registry` like the loaders',
+parsers' and metrics': its index is read from those lines in the source, and `all_sections()` imports
+the modules on first use, so a section added to the package is one module and no edit elsewhere. A
+plugin or a conftest registers its own the same way.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pytest_mllm.record import RecordPart
+from pytest_mllm.registry import Registry
 
 Unit = Literal["rate", "points", "number"]
 
@@ -106,10 +108,10 @@ class HtmlPage(Protocol):
 
 class Section:
     """One method's or metric family's results beside accuracy. Subclass it (or, for declarations
-    alone, pass them as keywords: `Section(name=…, columns=…)`), set what applies, and `register` an
-    instance; every method has a default that adds nothing."""
+    alone, pass them as keywords: `Section(title=…, columns=…)`), set what applies, and register an
+    instance with `register_section`; every method has a default that adds nothing."""
 
-    name: str = ""  # unique; the key of its part of a benchmark's scopes, when it has one
+    name: str = ""  # unique, set by `register_section`; the key of its part of a benchmark's scopes, when it has one
     title: str = ""  # in words, for headings
     metrics: tuple[str, ...] = ()  # the registered metrics (by name) whose results it shows
     columns: tuple[Column, ...] = ()
@@ -189,47 +191,34 @@ def percent(value: Any) -> str:
     return f"{100 * value:.2f}" if isinstance(value, float) else str(value)
 
 
-_REGISTERED: dict[str, Section] = {}
-_DISCOVERED = False
+SECTIONS: Registry[Section] = Registry("section", "register_section")
 
 
-def register(section: Section) -> Section:
-    """Add a section; its name, columns' keys, options and record parts may not be another's."""
-    if not section.name:
-        raise ValueError(f"{type(section).__name__} has no name")
-    if section.name in _REGISTERED and type(_REGISTERED[section.name]) is not type(section):
-        raise ValueError(f"section {section.name!r} is already registered")
-    taken = {c.key for s in _REGISTERED.values() if s.name != section.name for c in s.columns}
-    clash = sorted(taken & {c.key for c in section.columns})
-    if clash:
-        raise ValueError(f"section {section.name!r}: column {clash[0]!r} is another section's")
-    _REGISTERED[section.name] = section
-    return section
-
-
-def _discover() -> None:
-    """Import every `section.py` and `*_section.py` module of the package (each registers its section)."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
-    root = Path(__file__).parent
-    for path in sorted([*root.rglob("section.py"), *root.rglob("*_section.py")]):
-        importlib.import_module(".".join(("pytest_mllm", *path.relative_to(root).with_suffix("").parts)))
+def register_section(name: str, section: Section) -> Section:
+    """Register `section` as `name`, the key of its part of a benchmark's scopes: a top-level line of the
+    module defining it (the registry's index reads it there). Its columns' keys may not be another's."""
+    if section.name and section.name != name:
+        raise ValueError(f"{type(section).__name__} is named {section.name!r}, not {name!r}")
+    section.name = name
+    owners = {c.key: other for other, s in SECTIONS.loaded().items() if other != name for c in s.columns}
+    clash = next((c.key for c in section.columns if c.key in owners), None)
+    if clash is not None:
+        raise ValueError(f"section {name!r}: column {clash!r} is another section's ({owners[clash]!r})")
+    return SECTIONS.declare(name, section)
 
 
 def all_sections() -> tuple[Section, ...]:
-    """The registered sections, those of the package in the order of their modules' paths."""
-    _discover()
-    return tuple(_REGISTERED.values())
+    """The registered sections (each defining module imported): the package's in the order of their modules'
+    names, then those registered at run time."""
+    return tuple(SECTIONS.entries().values())
 
 
 def with_parts(scopes: Mapping[str, Any]) -> Iterator[tuple[Section, Mapping[str, Any]]]:
     """(section, its part) for each section whose part a benchmark's scopes hold (a non-empty mapping), in
     the scopes' order (that of the metrics computing them); called for every bootstrap resample."""
-    _discover()
+    registered = SECTIONS.entries()
     for key, part in scopes.items():
-        section = _REGISTERED.get(key)
+        section = registered.get(key)
         if section is not None and part and isinstance(part, Mapping):
             yield section, part
 
@@ -247,7 +236,7 @@ def derived_parts(records: Sequence[Any], setup: Any) -> dict[str, Any]:
 
 def is_derived_key(key: str) -> bool:
     """Whether a flat key belongs to a derived section's part (its values carry their own uncertainty)."""
-    section = _REGISTERED.get(key.split(".")[0])
+    section = SECTIONS.entries().get(key.split(".")[0])
     return section is not None and section.derived
 
 

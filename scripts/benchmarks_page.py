@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pytest_mllm.engine.fetch import FileSource  # noqa: E402
 from pytest_mllm.engine.spec import BenchmarkSpec, bundled_specs, load_spec  # noqa: E402
 
 PAGE = REPO / "docs" / "benchmarks.md"
@@ -40,6 +41,17 @@ def _files(spec: BenchmarkSpec) -> str:
     return f"{found}; `--mllm-data={spec.name}=DIR` or `{spec.env_var}`"
 
 
+def _fetched(spec: BenchmarkSpec) -> str:
+    """Where the released data is fetched from when no data folder is given."""
+    source = spec.download
+    if source is None:
+        return "—"
+    if isinstance(source, FileSource):
+        return f"{source.url} (MD5 `{source.md5}`)"
+    return (f"the Hugging Face dataset `{source.repo}` at `{source.revision}`"
+            + (f", split `{source.split}`" if source.split else "") + " (needs the extra `hub`)")
+
+
 def _tasks(spec: BenchmarkSpec) -> str:
     tasks = spec.task_order
     if not tasks:
@@ -55,7 +67,8 @@ def render(specs: dict[str, BenchmarkSpec]) -> str:
         "",
         "Generated from `benchmarks/*.yaml` by `python scripts/benchmarks_page.py`; do not edit by hand.",
         "Run one with `pytest --mllm=MODEL --mllm-bench=NAME [--mllm-data=NAME=DIR]`, where NAME is the spec",
-        "file's name below. A spec file elsewhere runs the same way (`--mllm-bench=path/to/spec.yaml`);",
+        "file's name below; without `--mllm-data` a benchmark with released data fetches it once into the data",
+        "cache (README: Benchmark data). A spec file elsewhere runs the same way (`--mllm-bench=path/to/spec.yaml`);",
         "`benchmarks/spec.schema.json` describes the format.",
         "",
         "| spec | benchmark | format | headline | matches | samples |",
@@ -75,6 +88,7 @@ def render(specs: dict[str, BenchmarkSpec]) -> str:
             f"- format: {FORMATS.get(spec.loader, spec.loader)} (loader `{spec.loader}`)",
             f"- files: {_files(spec)}",
             f"- get them: {spec.about.source or '—'}",
+            f"- fetched on first use (without a data folder): {_fetched(spec)}",
             f"- metrics: {', '.join(spec.metrics)}; headline `{spec.headline}`",
             f"- scored as: {spec.about.reference or '—'}",
             f"- samples: {spec.about.samples or '—'}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,14 +21,36 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+FAMILY_SWEEP = "family_sweep"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--family-sweep", action="store_true",
+                     help="also run the sweep over every family of transformers' image-text-to-text mapping "
+                          "(slow; scripts/family_sweep.py runs it and writes its results)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{FAMILY_SWEEP}: one family of the sweep over transformers' image-text-to-text "
+                                       "mapping (run with --family-sweep)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The sweep stays out of the default run: its items are deselected unless --family-sweep is given."""
+    if config.getoption("--family-sweep"):
+        return
+    swept = [item for item in items if item.get_closest_marker(FAMILY_SWEEP)]
+    if swept:
+        config.hook.pytest_deselected(items=swept)
+        items[:] = [item for item in items if not item.get_closest_marker(FAMILY_SWEEP)]
+
+
 @pytest.fixture(scope="session")
-def family_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every tiny model of models/tiny_families.py and the tiny LLaVA, built once per run into a folder all
-    xdist workers share (a few seconds in all; the build is safe against concurrent builders)."""
+def family_folder(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Builds a tiny family model (models/tiny_families.py, by model_type) on first use, once per test run, into a
+    folder all xdist workers share (the build is safe against concurrent builders)."""
     pytest.importorskip("transformers")
-    from pytest_mllm.models.tiny import ensure_tiny_llava
-    from pytest_mllm.models.tiny_families import FAMILY_BUILDERS, ensure_tiny_family
+    from pytest_mllm.models.tiny_families import ensure_tiny_family
 
     shared = tmp_path_factory.getbasetemp().parent / "tiny-families"
-    return {**{name: ensure_tiny_family(name, shared / name) for name in FAMILY_BUILDERS},
-            "llava": ensure_tiny_llava(shared / "llava")}
+    return lambda model_type: ensure_tiny_family(model_type, shared / model_type)

@@ -26,7 +26,9 @@ from pytest_mllm.curation.panel import PanelError, Run, load_run
 from pytest_mllm.curation.pipeline import Curation, Settings, curate
 from pytest_mllm.curation.runs import PlannedRun, RunFailed, execute, plan_runs, summary_line
 from pytest_mllm.curation.units import items_of
-from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, find_spec, load_spec
+from pytest_mllm.engine.output_paths import OutputWriteError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, find_spec, load_spec
+from pytest_mllm.models.ref import ModelRef
 
 PROG = "pytest-mllm-curate"
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -107,7 +109,7 @@ def _data_root(spec: BenchmarkSpec, data: Sequence[str]) -> Path | None:
         match = _DATA_OVERRIDE.match(value)
         name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
         overrides[name] = path
-    return spec.resolve_data_root(overrides.get(spec.name) or overrides.get(""))
+    return spec.resolve_data_root(spec.data_override(overrides))
 
 
 def _check_panel(args: argparse.Namespace) -> None:
@@ -126,7 +128,7 @@ def _check_panel(args: argparse.Namespace) -> None:
     twice = sorted({m for m in args.panel if args.panel.count(m) > 1})
     if twice:
         raise UsageProblem(f"--panel {twice[0]} is given twice: each judge must count once")
-    if args.review_llm and not args.review_llm.startswith("openai:"):
+    if args.review_llm and not ModelRef.parse(args.review_llm).served:
         raise UsageProblem(f"--review-llm must be openai:MODEL (an OpenAI-compatible endpoint), got {args.review_llm!r}")
     if args.review_llm:
         _review_key(args)  # a named key variable that is unset stops the command before any run
@@ -215,7 +217,7 @@ def _review(args: argparse.Namespace, curation: Curation, console: Any) -> None:
         console.print("review LLM: no unanswered sample to check", highlight=False, soft_wrap=True, markup=False)
         return
     endpoint = Endpoint(args.review_base_url, _review_key(args), max_retries=1)
-    model = args.review_llm.split(":", 1)[1]
+    model = ModelRef.parse(args.review_llm).served_name
     with console.status(f"asking {args.review_llm} about {len(curation.review)} unanswered sample(s) …"):
         ask_reviewer(curation.review, curation.items, endpoint, model, send_images=not args.review_text_only,
                      max_tokens=args.review_max_tokens)
@@ -234,6 +236,25 @@ def _verify(spec_path: Path, kept_ids: Sequence[str]) -> None:
         raise SpecError(f"{spec_path} loads {len(loaded)} samples, not the {len(kept_ids)} kept ones")
 
 
+OUT_FILES = ("manifest.json", "review.jsonl", "report.md", "curated.yaml", "curated_ids.txt")
+
+
+def _check_out(args: argparse.Namespace, spec: BenchmarkSpec, root: Path | None) -> None:
+    """--out and the files written in it are none of the inputs, regular files or new paths, and writable
+    (`engine/output_paths.py`): UsageProblem naming the path otherwise, before any run."""
+    from pytest_mllm.engine.output_paths import Input, Output, OutputError, check_outputs
+
+    inputs = [Input(f"the benchmark spec {spec.path.name}", spec.path),
+              *([Input(f"the data folder of benchmark {spec.name!r}", root, folder=True)] if root else []),
+              *(Input(f"the --from-json file {p}", p) for p in args.from_json),
+              *(Input(f"the --text-only-json file {p}", p) for p in args.text_only_json)]
+    try:
+        check_outputs([Output("--out", args.out, folder=True),
+                       *(Output(f"--out ({name})", args.out / name) for name in OUT_FILES)], inputs)
+    except OutputError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
 def run(args: argparse.Namespace, console: Any) -> int:
     """The command once its arguments are parsed; UsageProblem, SpecError, PanelError mean bad input."""
     _check_panel(args)
@@ -241,6 +262,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
     leak_threshold = _leak_threshold(args.leak_threshold)
     spec = load_spec(find_spec(args.bench))
     root = _data_root(spec, args.mllm_data)
+    _check_out(args, spec, root)
     from pytest_mllm.loaders import load_samples
 
     items = items_of(load_samples(spec, root))
@@ -267,7 +289,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
                   f"({len(args.panel)} to run, {len(json_panel)} from files); {len(planned)} pytest run(s) to make "
                   f"({sum(r.role == 'panel' for r in planned)} panel, {sum(r.role == 'text-only' for r in planned)} "
                   "text-only)", highlight=False, soft_wrap=True, markup=False)
-    blind = [m for m in withhold if m.startswith(("replay:", "baseline:"))]
+    blind = [m for m in withhold if ModelRef.parse(m).instant]  # answer without looking at images
     if blind:
         console.print(f"note: judges that never look at images ({', '.join(blind)}) answer as before with images "
                       "withheld; give --text-only models for a leakage pass that means something for them",
@@ -296,16 +318,17 @@ def _write(args: argparse.Namespace, console: Any, spec: BenchmarkSpec, root: Pa
     from pytest_mllm.curation.spec_writer import curated_name, write_curated
     from pytest_mllm.report.results import write_json
 
+    from pytest_mllm.engine.output_paths import write_atomically
+
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     report = build_report(curation, panel, settings)
-    document = _settings_document(args, spec, root if spec.loader not in GENERATED_LOADERS else None, settings,
+    document = _settings_document(args, spec, root if spec.needs_data else None, settings,
                                   panel, text_only, not args.no_leakage)
     write_json(out / "manifest.json", build_manifest(curation, document, report))
-    (out / "review.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in curation.review),
-                                      encoding="utf-8")
+    write_atomically(out / "review.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in curation.review),
+                     what="the review")
     title = f"LIME-M curation of {spec.name} → {curated_name(spec)}"
-    (out / "report.md").write_text(markdown(report, title), encoding="utf-8")
+    write_atomically(out / "report.md", markdown(report, title), what="the curation report")
     print_report(console, report, title)
     kept = curation.kept_ids
     if not kept:
@@ -329,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args, console)
     except (UsageProblem, SpecError, PanelError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except OutputWriteError as exc:  # a full disk, a folder gone: one line, the previous files kept
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 from pytest_mllm.curation.difficulty import CLASSES
 from pytest_mllm.curation.panel import Run
 from pytest_mllm.curation.pipeline import REASONS, Curation, Settings
+from pytest_mllm.echo import markup_text
 
 
 def accuracy(run: Run, ids: Iterable[str]) -> float | None:
@@ -189,13 +190,13 @@ def print_report(console: Any, report: dict[str, Any], title: str) -> None:
     """The same report as rich tables on `console`."""
     from rich.table import Table
 
-    console.print(f"[bold]{title}[/bold]")
+    console.print(f"[bold]{markup_text(title)}[/bold]")
     for name, header, rows in tables(report):
-        table = Table(title=name, title_justify="left", show_edge=False)
+        table = Table(title=markup_text(name), title_justify="left", show_edge=False)
         for n, column in enumerate(header):
             table.add_column(column, justify="left" if n == 0 else "right", no_wrap=n == 0)
         for row in rows:
-            table.add_row(*row, style="bold" if row[0] in ("total", "max − min") else None)
+            table.add_row(*map(markup_text, row), style="bold" if row[0] in ("total", "max − min") else None)
         console.print(table)
     for line in notes(report):
         console.print(line, style="yellow" if line.startswith("Warning") else None, highlight=False, soft_wrap=True, markup=False)

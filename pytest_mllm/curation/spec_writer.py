@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from pytest_mllm.engine.spec import GENERATED_LOADERS, BenchmarkSpec, SpecError, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, load_spec
 
 SPEC_FILE = "curated.yaml"
 IDS_FILE = "curated_ids.txt"
@@ -30,19 +30,20 @@ def write_curated(out: Path, spec: BenchmarkSpec, data_root: Path | None, kept_i
     curated["name"] = curated_name(spec)
     curated["description"] = description
     curated["subset"] = IDS_FILE
-    if spec.loader not in GENERATED_LOADERS and data_root is not None:
+    if spec.needs_data and data_root is not None:
         curated["data"] = {**(raw.get("data") or {}), "root": str(data_root.resolve())}
     order = ["name", "version", "description", "loader", "data", "subset"]
     curated = {**{k: curated[k] for k in order if k in curated}, **{k: v for k, v in curated.items() if k not in order}}
-    out.mkdir(parents=True, exist_ok=True)
+    from pytest_mllm.engine.output_paths import write_atomically
+
     ids_path = out / IDS_FILE
-    ids_path.write_text(f"# {len(kept_ids)} sample ids of benchmark {spec.name!r} kept by pytest-mllm-curate; "
-                        "see manifest.json\n" + "".join(f"{i}\n" for i in kept_ids), encoding="utf-8")
+    write_atomically(ids_path, f"# {len(kept_ids)} sample ids of benchmark {spec.name!r} kept by pytest-mllm-curate; "
+                     "see manifest.json\n" + "".join(f"{i}\n" for i in kept_ids), what="the curated ids")
     spec_path = out / SPEC_FILE
     header = (f"# Curated from {spec.path} by pytest-mllm-curate (see manifest.json and report.md).\n"
               f"# Run it: pytest --mllm=MODEL --mllm-bench={spec_path}\n")
-    spec_path.write_text(header + yaml.safe_dump(curated, sort_keys=False, allow_unicode=True, width=110),
-                         encoding="utf-8")
+    write_atomically(spec_path, header + yaml.safe_dump(curated, sort_keys=False, allow_unicode=True, width=110),
+                     what="the curated spec")
     try:
         load_spec.__wrapped__(spec_path)  # the same checks a run makes, without the run's cache
     except SpecError as exc:

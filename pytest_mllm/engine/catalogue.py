@@ -1,23 +1,26 @@
 """The benchmark catalogue: every dataset VLMEvalKit's registry builds and every image task of lmms-eval that
 reads a Hugging Face dataset, as their source names them at a pinned commit (`benchmarks/catalogue/*.json`,
-written by `scripts/catalogue/generate.py`), and the type templates that make a benchmark spec of each
-VLMEvalKit dataset whose scoring one of them reproduces.
+written by `scripts/catalogue/generate.py`), and the benchmark spec of each VLMEvalKit dataset whose
+scoring a type template reproduces.
 
 A template is VLMEvalKit's scoring of one kind (multiple choice read by `can_infer`, CircularEval, VQA
-accuracy, ANLS, …) written as spec settings; `spec_document(entry)` fills it with the entry's file and
-reference. The specs it gives are committed in `benchmarks/catalogue/specs/` (`scripts/catalogue/specs.py`
-writes them; a test checks they are what the templates give), so that `--mllm-bench=MMStar_KO` names a file
-like any bundled spec. A bundled hand-written spec stays authoritative for its names (`spec.ALIASES`).
+accuracy, ANLS, …) written as spec settings, registered beside the parser or metric it relies on
+(`scoring/catalogue_templates.py`); `spec_document(entry)` fills it with the entry's file and reference.
+The specs it gives are committed in `benchmarks/catalogue/specs/` (`scripts/catalogue/specs.py` writes them;
+a test checks they are what the templates give), so that `--mllm-bench=MMStar_KO` names a file like any
+bundled spec. A bundled hand-written spec stays authoritative for its names (`spec.ALIASES`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
+
+from pytest_mllm.scoring.catalogue_templates import TEMPLATES
 
 CATALOGUE = "catalogue"  # in the package's benchmarks folder
 SPECS = "specs"  # in CATALOGUE: the generated spec files
@@ -36,7 +39,7 @@ class VLMEvalKitEntry:
     class_file: str
     vlmevalkit_type: str | None
     evaluate: str  # where VLMEvalKit's scoring starts: "file:Class.method"
-    kind: str  # the type of its scoring (TEMPLATES' keys, or judge, video, interleaved, other)
+    kind: str  # the type of its scoring (a template's name in TEMPLATES, or one of OTHER_KINDS)
     scorer: str  # what VLMEvalKit applies, in words
     supported: bool  # a template here reproduces it
     reason: str | None  # why not
@@ -111,81 +114,27 @@ def _by_file() -> dict[str, VLMEvalKitEntry]:
     return {entry.file: entry for entry in vlmevalkit().entries.values()}
 
 
-# --- the type templates ---------------------------------------------------------------------------------------
+# --- the type templates (registered beside the parser or metric each relies on) ------------------------------
 
-MCQ_PROMPT = "{hint}{question}\n{options}\nAnswer with the option's letter from the given choices directly."
-VQA_PROMPT = "{question}\nAnswer the question using a single word or phrase."
-PER_SPLIT = {"split_tasks": True}  # VLMEvalKit reports each split apart: the split is the task
-OCRBENCH_TEXT_RECOGNITION = ("Regular Text Recognition", "Irregular Text Recognition", "Artistic Text Recognition",
-                             "Handwriting Recognition", "Digit String Recognition", "Non-Semantic Text Recognition")
+OTHER_KINDS = {"yes_no": "yes/no", "judge": "judge-graded", "video": "video", "interleaved": "interleaved output",
+               "other": "its own scorer"}  # kinds no template reproduces, in words
 
 
-@dataclass(frozen=True)
-class Template:
-    """A kind of VLMEvalKit scoring as spec settings."""
-
-    label: str  # the kind in words
-    scored_by: str  # how the settings reproduce VLMEvalKit's scoring, for the spec's description
-    parser: str
-    prompt: str
-    max_new_tokens: int
-    metrics: tuple[str, ...]
-    headline: str | None = None
-    loader_options: Mapping[str, Any] = field(default_factory=lambda: dict(PER_SPLIT))
-    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    tasks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-
-
-_MCQ_READ = "the option read by VLMEvalKit's rule-based matching (can_infer, no judge)"
-# report_acc breaks categories down per split; here they span the splits: the same numbers for a file of one split
-_POOLED = " (categories over all splits: VLMEvalKit's per split where the file has several)"
-TEMPLATES: dict[str, Template] = {
-    "mcq": Template("multiple choice", f"{_MCQ_READ}; accuracy per split (the tasks), category and l2-category{_POOLED}",
-                    "choice", MCQ_PROMPT, 8, ("accuracy", "category")),
-    "mcq_circular": Template(
-        "multiple choice, circular",
-        f"{_MCQ_READ}; CircularEval: rows index + k*1000000 rotate question index's options, which counts only when "
-        f"every rotation is right; per split (the tasks), category and l2-category{_POOLED}",
-        "choice", MCQ_PROMPT, 8, ("accuracy", "circular", "category"), "circular_accuracy"),
-    "mcq_mmt": Template(
-        "multiple choice, MMT-Bench report",
-        f"{_MCQ_READ}; accuracy overall and per subtask (the tasks), each meta-task the mean of its subtasks'",
-        "choice", MCQ_PROMPT, 8, ("accuracy", "category", "category_mean"), loader_options={"task_column": "category"}),
-    "vqa_score": Template("VQA accuracy", "VQA accuracy against the human answers (VLMEvalKit's normalisation), "
-                          "per split (the tasks)", "textvqa_score", VQA_PROMPT, 32,
-                          ("accuracy", "mean_score", "category"), "mean_score"),
-    "vqa_anls": Template("ANLS", "ANLS against the closest answer, 0 below 0.5, per split (the tasks)", "docvqa_anls",
-                         VQA_PROMPT, 32, ("accuracy", "mean_score", "category"), "mean_score"),
-    "vqa_relaxed": Template("relaxed accuracy", "relaxed accuracy (5 % numeric tolerance), per split (the tasks)",
-                            "chartqa_relaxed", VQA_PROMPT, 32, ("accuracy", "mean_score", "category"), "mean_score"),
-    "vqa_exact": Template("exact match (best answer)", "the response equal to an answer (stripped, lowercased), "
-                          "per split (the tasks)", "exact_match_max", VQA_PROMPT, 32,
-                          ("accuracy", "mean_score", "category"), "mean_score"),
-    "vqa_exact_mean": Template("exact match (share of answers)", "the share of answers equal to the response "
-                               "(stripped, lowercased), per split (the tasks)", "exact_match_mean", VQA_PROMPT, 32,
-                               ("accuracy", "mean_score", "category"), "mean_score"),
-    "ocrbench": Template("OCRBench", "an accepted answer found in the response; the count of right answers overall "
-                         "and per question type (the tasks)", "ocrbench", "{question}", 128, ("accuracy", "ocrbench"),
-                         "ocrbench_score", {"task_column": "category"},
-                         groups={"text_recognition": OCRBENCH_TEXT_RECOGNITION},
-                         tasks={"Handwritten Mathematical Expression Recognition": {"parser": "ocrbench_hme"}}),
-    "ccocr_ocr": Template("CC-OCR text recognition", "the token F1 of the response against the text (words, or "
-                          "characters for Arabic, Japanese, Korean and Chinese splits), macro F1 per split (the tasks)",
-                          "ccocr_ocr", "{question}", 2048, ("accuracy", "mean_score", "ocr_f1"), "ocr_f1"),
-}
-KIND_LABELS = {**{kind: t.label for kind, t in TEMPLATES.items()}, "yes_no": "yes/no", "judge": "judge-graded",
-               "video": "video", "interleaved": "interleaved output", "other": "its own scorer"}
+def kind_label(kind: str) -> str:
+    """A kind of VLMEvalKit scoring in words: its template's label, or what kind no template reproduces."""
+    return TEMPLATES.get(kind).label if kind in TEMPLATES else OTHER_KINDS.get(kind, kind)
 
 
 def spec_document(entry: VLMEvalKitEntry, commit: str) -> dict[str, Any]:
     """The spec of a supported entry: its kind's template filled with the entry's file and reference."""
-    template = TEMPLATES[entry.kind]
+    template = TEMPLATES.get(entry.kind)
     document: dict[str, Any] = {
         "name": entry.name,
         "version": entry.md5 or "",
         "description": f"{entry.name} from VLMEvalKit's catalogue ({template.label}): {template.scored_by}.",
         "loader": "tsv",
-        "data": {"file": entry.file},
+        "data": {"file": entry.file, **({"url": entry.url} if entry.url else {}),  # fetched when no folder is given
+                 **({"md5": entry.md5} if entry.md5 else {})},
         "parser": template.parser,
         "prompt": template.prompt,
         "max_new_tokens": template.max_new_tokens,
@@ -212,8 +161,9 @@ def spec_text(entry: VLMEvalKitEntry) -> str:
     """The committed spec file of a supported entry (YAML with a header saying where it comes from)."""
     import yaml
 
+    where = TEMPLATES.index()[entry.kind].replace(".", "/") + ".py"  # the module declaring the template
     header = (f"# {entry.name}: written by scripts/catalogue/specs.py from benchmarks/catalogue/vlmevalkit.json with the\n"
-              f"# \"{entry.kind}\" template of pytest_mllm/engine/catalogue.py; do not edit (copy it to change it).\n")
+              f"# \"{entry.kind}\" template of {where}; do not edit (copy it to change it).\n")
     body = yaml.safe_dump(spec_document(entry, vlmevalkit().commit), sort_keys=False, allow_unicode=True, width=120)
     return header + body
 
@@ -262,7 +212,7 @@ def listing_lines(held: Mapping[str, str]) -> list[str]:
     for entry in sorted(runs, key=lambda e: e.name.lower()):
         peers = f" [{', '.join(entry.lmms_eval)}]" if entry.lmms_eval else ""
         spec = f"; spec {held[entry.name]} (hand-written)" if entry.name in held else ""
-        lines.append(f"{entry.name}{peers}: {KIND_LABELS.get(entry.kind, entry.kind)}{spec}; "
+        lines.append(f"{entry.name}{peers}: {kind_label(entry.kind)}{spec}; "
                      f"VLMEvalKit scorer: {entry.evaluate.split(':')[-1]} ({entry.scorer})")
     others: dict[str, list[str]] = {}
     for entry in catalogue.entries.values():

@@ -1,10 +1,16 @@
 """A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-The SDK does the HTTP work: retries of connection failures, timeouts, 408, 409, 429 and
-5xx with exponential backoff (honouring `Retry-After` up to its cap), never of other 4xx.
-Ours are the error types, the concurrency cap, the fast reachability check and the key's
-safety: a client sends only the key it is given (it reads no environment variable; the key
-policy is `endpoint.api_key_for`), only in the `Authorization` header, and `scrub` removes it
+The SDK makes each request, over an HTTP client that bounds it (`engine/bounded_http.py`): the
+whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and an
+answer at most MAX_ANSWER_BYTES, decompressed bytes included. Ours are the retries: a connection
+failure, 408, 409, 429 or 5xx is tried again, up to `max_retries` times, with exponential backoff
+(honouring `Retry-After` up to RETRY_AFTER_MAX_S); never another 4xx, a request whose deadline passed
+or an answer refused for its size. A server that answered nothing while a request waited its whole
+deadline is hung: a client without replicas then fails the run's later requests at once, so one
+hung server costs about one deadline, not one per request. Ours too are the error types, the
+concurrency cap, the fast reachability check and the key's safety: a client sends only the key it
+is given (it reads no environment variable; the key policy is `endpoint.api_key_for`), only in the
+`Authorization` header, and `scrub` removes it
 from every error message, every reply (before anything caches, records or writes it) and every
 log record of the process: any fragment of 6 or more characters of a key any client of this
 process holds, and any `Bearer …` or `api-key: …` value. `openai` is imported only when a client is
@@ -19,6 +25,7 @@ import json
 import logging
 import os
 import queue
+import random
 import re
 import socket
 import threading
@@ -28,12 +35,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pytest_mllm.echo import json_loads
+from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, bounded_http_client, limits
+
 if TYPE_CHECKING:
     from PIL import Image
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _EXCERPT_CHARS = 300
 _PNG_MODES = {"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"}
+RETRY_FIRST_S = 0.5  # the wait before the first retry, doubled at each retry, less up to 25 % jitter …
+RETRY_MAX_S = 8.0  # … up to this
+RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is waited up to this; a longer one fails the request at once
 MODEL_INFO_TIMEOUT_S = 5.0  # how long `GET /models` may take (it is asked once, when the model loads)
 # `GET /models` fields that differ between two calls to one deployment: vLLM's "created" is the time of the call,
 # its "permission" entries carry fresh ids; `transformers serve`'s "status" says whether the model is loaded yet;
@@ -41,6 +54,7 @@ MODEL_INFO_TIMEOUT_S = 5.0  # how long `GET /models` may take (it is asked once,
 VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "status", "object"})
 CONNECT_TIMEOUT_S = 5.0  # how long a connection may take to open (the read timeout is the option's)
 _NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
+_log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
 
@@ -141,19 +155,32 @@ def _install_log_scrubbing() -> None:
 
 
 class ChatError(Exception):
-    """Base of the errors `ChatClient` raises."""
+    """Base of the errors `ChatClient` raises; `retryable` ones are tried again (after `retry_after` seconds
+    when the server said how long to wait)."""
+
+    retryable = False
+    retry_after: float | None = None
 
 
 class EndpointUnreachable(ChatError):
-    """No HTTP answer at all: connection refused, DNS failure, timeout, dropped connection."""
+    """No HTTP answer at all: connection refused, DNS failure, dropped connection (retried); the deadline
+    passed, or the server is hung (not retried)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class EndpointError(ChatError):
     """The endpoint answered with an HTTP error status."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, retry_after: float | None = None, should_retry: bool | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+        retried = status in (408, 409, 429) or status >= 500
+        self.retryable = (should_retry if should_retry is not None else retried) and not (
+            retry_after is not None and retry_after > RETRY_AFTER_MAX_S)
 
 
 class MalformedResponse(ChatError):
@@ -216,7 +243,10 @@ class ChatClient:
     sent; None sends none (no `Authorization` header): the client never reads `$OPENAI_API_KEY`
     itself (`endpoint.api_key_for` decides which key goes where). Replies and errors are scrubbed.
     `concurrency` caps the requests in flight through this client, from `chat_many` and from
-    any threads calling `chat`; a request keeps its slot through the SDK's retries.
+    any threads calling `chat`; a request keeps its slot through its retries. `timeout_s` is each
+    try's deadline, for the whole request. With `hung_fails_fast` (a server without replicas), once
+    the server answered nothing while a request waited its whole deadline, later requests fail at once
+    until an answer comes (a replica's client leaves that to `ReplicaClient`, which sets it aside).
     """
 
     def __init__(
@@ -227,6 +257,7 @@ class ChatClient:
         timeout_s: float = 60,
         max_retries: int = 4,
         concurrency: int = 8,
+        hung_fails_fast: bool = True,
     ) -> None:
         url = resolve_base_url(base_url)
         check_base_url(url)
@@ -250,8 +281,13 @@ class ChatClient:
         if not self._api_key:
             self._headers["Authorization"] = omit()
         timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
-        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout, max_retries=max_retries)
+        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout, max_retries=0,
+                                  http_client=bounded_http_client(url, connections=concurrency))
         self._slots = threading.BoundedSemaphore(concurrency)
+        self.hung_fails_fast = hung_fails_fast
+        self._state_lock = threading.Lock()
+        self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP answer of any kind
+        self._hung: str | None = None  # why later requests fail at once
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r})"
@@ -276,11 +312,13 @@ class ChatClient:
         answer within MODEL_INFO_TIMEOUT_S). One try."""
         import openai
 
+        deadline = min(self.timeout_s, MODEL_INFO_TIMEOUT_S)
         try:
-            raw = self._sdk.with_options(max_retries=0, timeout=min(self.timeout_s, MODEL_INFO_TIMEOUT_S)) \
-                .models.with_raw_response.list(extra_headers=self._headers)
-            document = json.loads(raw.http_response.text)
-        except (openai.OpenAIError, ValueError):
+            with limits(deadline):
+                raw = self._sdk.with_options(max_retries=0, timeout=deadline) \
+                    .models.with_raw_response.list(extra_headers=self._headers)
+            document = json_loads(raw.http_response.text)
+        except (openai.OpenAIError, ValueError, RecursionError):
             return None
         entries = document.get("data") if isinstance(document, dict) else None
         entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), None) \
@@ -292,27 +330,72 @@ class ChatClient:
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
-        """One completion of `messages`; raises a `ChatError` once the SDK's retries are spent.
+        """One completion of `messages`, tried up to 1 + `max_retries` times (see the module's docstring);
+        raises the last try's `ChatError`. SDK exceptions are never chained: their requests hold the headers."""
+        start = time.perf_counter()
+        with self._slots:
+            for attempt in range(self.max_retries + 1):
+                try:
+                    text, finish_reason = self._try(model, messages, temperature, max_tokens)
+                    return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
+                except ChatError as exc:
+                    if not exc.retryable or attempt == self.max_retries:
+                        raise
+                    wait = retry_wait(attempt, exc.retry_after)
+                    _log.info("Retrying %s in %.2f s (retry %d of %d): %s", self.url, wait, attempt + 1,
+                              self.max_retries, exc)
+                    time.sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
-        SDK exceptions are never chained: their requests hold the headers.
-        """
+    def _try(self, model: str, messages: Sequence[Message], temperature: float, max_tokens: int) -> tuple[str, str | None]:
+        """One HTTP request for a completion, bounded by the deadline and the answer's size."""
         import openai
 
-        start = time.perf_counter()
-        try:
-            with self._slots:
-                raw = self._sdk.chat.completions.with_raw_response.create(
-                    model=model, messages=list(messages),  # type: ignore[arg-type]
-                    temperature=temperature, max_tokens=max_tokens, extra_headers=self._headers)
-        except openai.APITimeoutError:
-            raise self._unreachable(f"no answer within {self.timeout_s:g}s") from None
-        except openai.APIConnectionError as exc:
-            raise self._unreachable(exc.__cause__ or exc) from None
-        except openai.APIStatusError as exc:
-            raise EndpointError(self._scrub(
-                f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code) from None
-        text, finish_reason = self._parse(raw.http_response.text)
-        return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
+        if self._hung:
+            raise EndpointUnreachable(self._hung, retryable=False)
+        sent = time.monotonic()
+        with limits(self.timeout_s) as bounds:
+            try:
+                # the SDK's generic POST: its errors, without typing the request's every part (the body has the
+                # keys, and their order, `chat.completions.create` sends: the same bytes)
+                body = self._sdk.post("/chat/completions", cast_to=str, options={"headers": self._headers}, body={
+                    "model": model, "messages": list(messages), "max_tokens": max_tokens, "temperature": temperature})
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                if bounds.refused:
+                    self._answered()
+                    raise MalformedResponse(self._scrub(
+                        f"{self.url} answered {bounds.refused}: an answer may take at most {MAX_ANSWER_BYTES // 2**20} "
+                        "MiB (not asked again)")) from None
+                if bounds.expired or isinstance(exc, openai.APITimeoutError):
+                    raise self._deadline_passed(sent) from None
+                raise self._unreachable(exc.__cause__ or exc) from None
+            except openai.APIStatusError as exc:
+                self._answered()
+                headers = exc.response.headers
+                should = headers.get("x-should-retry")
+                raise EndpointError(self._scrub(
+                    f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code,
+                    retry_after=_retry_after(headers), should_retry=None if should not in ("true", "false")
+                    else should == "true") from None
+        self._answered()
+        return self._parse(body)
+
+    def _answered(self) -> None:
+        """The server answered (anything): it is not hung."""
+        with self._state_lock:
+            self._last_answer = time.monotonic()
+            self._hung = None
+
+    def _deadline_passed(self, sent: float) -> EndpointUnreachable:
+        """The error of a request whose deadline passed; the server is hung when nothing answered meanwhile."""
+        why = (f"no complete answer from {self.url} within {self.timeout_s:g} s (--mllm-timeout: the whole request, "
+               "headers and body); not asked again")
+        with self._state_lock:
+            if self.hung_fails_fast and self._last_answer < sent and self._hung is None:
+                self._hung = (f"not sent: {self.url} answered nothing while a request waited {self.timeout_s:g} s "
+                              "(--mllm-timeout) for it, so the server is taken as hung and the run's later requests "
+                              "to it fail at once; check the server, or raise --mllm-timeout if the model needs longer")
+        return EndpointUnreachable(self._scrub(why), retryable=False)
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
@@ -332,8 +415,8 @@ class ChatClient:
     def _parse(self, body: str) -> tuple[str, str | None]:
         """(text, finish_reason) of the first choice of a 2xx body; `MalformedResponse` if there is none."""
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = json_loads(body)  # a lone surrogate in the answer becomes U+FFFD here, once
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
             raise MalformedResponse(self._scrub(f"{self.url} answered with invalid JSON: {_excerpt(body)}")) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -346,6 +429,35 @@ class ChatClient:
                 f"{self.url} answered a choice without text content: {_excerpt(json.dumps(choices[0]))}"))
         finish_reason = choices[0].get("finish_reason")
         return text, finish_reason if isinstance(finish_reason, str) else None
+
+
+def retry_wait(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry `attempt + 1`: the server's Retry-After, else RETRY_FIRST_S doubled per
+    retry up to RETRY_MAX_S, less up to 25 % jitter."""
+    if retry_after is not None and 0 < retry_after <= RETRY_AFTER_MAX_S:
+        return retry_after
+    return min(RETRY_FIRST_S * 2.0 ** min(attempt, 64), RETRY_MAX_S) * (1 - 0.25 * random.random())
+
+
+def _retry_after(headers: Any) -> float | None:
+    """The wait a server asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date."""
+    import email.utils
+    import math
+
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if name == "retry-after" else None
+            if parsed is None:
+                continue
+            seconds = parsed.timestamp() - time.time()
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return None
 
 
 def _fails_over(exc: Exception) -> bool:

@@ -57,7 +57,7 @@ class Endpoint:
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    timeout_s: float = 120.0
+    timeout_s: float = 60.0  # each try's deadline, for the whole request (one hung server costs about this)
     max_retries: int = 4
     concurrency: int = 8  # per replica
     replicas: tuple[str, ...] = ()  # more servers of the same model, besides `base_url` (the one answers are keyed by)
@@ -103,4 +103,4 @@ class Endpoint:
         from pytest_mllm.engine.chat import ReplicaClient
 
         return ReplicaClient([ChatClient(url, self.api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
-                                         concurrency=self.concurrency) for url in self.urls])
+                                         concurrency=self.concurrency, hung_fails_fast=False) for url in self.urls])

@@ -12,15 +12,15 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from pytest_mllm.echo import clip, excerpt
+from pytest_mllm.echo import clip, excerpt, well_formed
 from pytest_mllm.engine.cache import ResponseCache, cache_key
-from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+from pytest_mllm.engine.data_identity import input_digest
+from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, DecodedImages, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record, status_of
 from pytest_mllm.sample import Model, Request, Response, Sample
-from pytest_mllm.scoring.parsers import UNREADABLE, normalize_answer
+from pytest_mllm.scoring.score import get_parser, normalize_answer, references, score_record
 from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.scoring.score import references, score_record
 from pytest_mllm.sections import parts_from_sample
 
 
@@ -107,6 +107,7 @@ class Evaluator:
         self._identity: str | None = None
         self.model_name = model_name
         self.max_pixels = max_pixels
+        self._decoded = DecodedImages(max_pixels)  # for models that only read their images
         self.cache = cache
         self.withhold_images = withhold_images  # a text-only pass: the model sees the prompt alone
         self.settings = {**(settings or {}), **({"images": "withheld"} if withhold_images else {})}
@@ -153,6 +154,7 @@ class Evaluator:
         todo: list[_Todo] = []
         for record, (sample, spec) in zip(records, items):
             record["model"] = self.model_name
+            record["input_digest"] = input_digest(sample)  # runs compare their verdicts where it is equal
             todo.append(_Todo(record, sample, self.max_new_tokens or spec.max_new_tokens, spec.responses_through_xlsx))
         keys = self._cache_keys(todo)
         if keys:
@@ -168,8 +170,8 @@ class Evaluator:
             self._answer(todo, keys)
         if self._extractor_factory is not None:
             self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
-                                   if r["status"] != "error" and r["parser"] == "choice" and r["parsed"] == UNREADABLE
-                                   and s.choices])
+                                   if r["status"] != "error" and s.choices
+                                   and r["parsed"] == get_parser(r["parser"]).unreadable])
         if self._judge_factory is not None:  # also the answers word matching cannot score (a reference the data
             # gives as a number stops the authors' VQAEval; their CEE judge reads it)
             self._judge_open([(r, s) for r, (s, _) in zip(records, items)
@@ -241,11 +243,13 @@ class Evaluator:
             return
         requests: list[Request] = []
         pending: list[_Todo] = []
+        wanted = model.needs_images and not self.withhold_images
+        load = self._decoded.load if getattr(model, "reads_images", False) else \
+            lambda ref: load_image(ref, self.max_pixels)
         for item in todo:
             record, sample, max_new_tokens, _ = item
             try:
-                wanted = model.needs_images and not self.withhold_images
-                images = [load_image(ref, self.max_pixels) for ref in sample.images] if wanted else []
+                images = [load(ref) for ref in sample.images] if wanted else []
             except ImageError as exc:
                 record["error"] = f"image error: {exc}"
                 continue
@@ -273,7 +277,7 @@ class Evaluator:
             return
         for item, response in zip(pending, responses):
             if response.error is not None:
-                item.record["error"] = f"model error: {response.error}"
+                item.record["error"] = f"model error: {well_formed(str(response.error))}"
             else:
                 _score(item, response)
 
@@ -294,6 +298,7 @@ def _score(item: _Todo, response: Response) -> None:
     if not isinstance(response.text, str):
         item.record["error"] = f"model error: the response is {excerpt(response.text)}, not text"
         return
+    response.text = well_formed(response.text)  # any model's answer: a lone surrogate would lose every output
     try:
         score_record(item.record, item.sample, response, through_xlsx=item.through_xlsx)
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch

@@ -5,7 +5,10 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import os
 import posixpath
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +18,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default warning limit (about 0.25 GB of RGBA)
+DECODED_BUDGET_PIXELS = 32_000_000  # decoded images `DecodedImages` keeps (about 96 MB of RGB)
 
 
 class ImageError(Exception):
@@ -92,6 +96,44 @@ def load_image(ref: ImageRef, max_pixels: int = DEFAULT_MAX_PIXELS) -> "Image.Im
         raise ImageError(f"cannot decode {label}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever a decoder raises on a malformed file is this image's error
         raise ImageError(f"cannot decode {label}: {exc}") from None
+
+
+class DecodedImages:
+    """`load_image`, memoised per image reference for models that only read their images (`Model.reads_images`):
+    the samples that share an image share one decoding. At most `budget_pixels` pixels are kept (least recently
+    used first out); a file's reference counts as new once its size or modification time changes."""
+
+    def __init__(self, max_pixels: int = DEFAULT_MAX_PIXELS, budget_pixels: int = DECODED_BUDGET_PIXELS) -> None:
+        self.max_pixels = max_pixels
+        self.budget_pixels = budget_pixels
+        self._images: OrderedDict[tuple[Any, ...], Image.Image] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def load(self, ref: ImageRef) -> Image.Image:
+        """The decoded image of `ref` (ImageError as `load_image` raises it)."""
+        key: tuple[Any, ...] = (ref,)
+        if ref.kind == "path" and ref.root is not None:
+            try:
+                stat = os.stat(ref.root / ref.value)
+            except OSError:
+                return load_image(ref, self.max_pixels)  # its error, worded by load_image
+            key = (ref, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            image = self._images.get(key)
+            if image is not None:
+                self._images.move_to_end(key)
+                return image
+        image = load_image(ref, self.max_pixels)
+        pixels = image.width * image.height
+        with self._lock:
+            if key not in self._images and pixels <= self.budget_pixels:
+                self._images[key] = image
+                self._held += pixels
+                while self._held > self.budget_pixels:
+                    _, old = self._images.popitem(last=False)
+                    self._held -= old.width * old.height
+        return image
 
 
 # The formats Pillow may decode: the ones benchmark images come in, read by Pillow's own code. Any other

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Hashable, Iterator
 
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Model, Request, Response, Sample
@@ -70,17 +70,28 @@ class WaitsOutsideTurn:
 
 BACKLOG_FACTOR = 8  # answers kept ahead of the tests, as a multiple of the requests in flight
 Answer = Callable[[Sequence[tuple[Sample, "BenchmarkSpec"]]], list[Record]]
+Ahead = Callable[[int], None]  # given the room, submits up to that many of the samples to answer next
 
 
 class AnswerPipeline:
-    """Records answered one sample each on `width` threads, each taking the turn to evaluate."""
+    """Records answered one sample each on `width` threads, each taking the turn to evaluate.
 
-    def __init__(self, answer: Answer, turn: Turn, width: int) -> None:
+    An answer that comes frees its slot, and the thread that answered refills it at once (`ahead`:
+    the samples to answer next) before it waits for more work: the tests' thread is not woken for
+    it, and no thread sleeps between two answers while there is work. The bookkeeping costs the
+    same whatever the width and the backlog: a running count of the answers in flight, under one
+    lock with the submissions."""
+
+    def __init__(self, answer: Answer, turn: Turn, width: int, ahead: Ahead | None = None) -> None:
         self.answer = answer
         self.turn = turn
         self.width = width
+        self.ahead = ahead
         self._pool = ThreadPoolExecutor(width, thread_name_prefix="answer")
-        self._futures: dict[str, Future[Record]] = {}
+        self._futures: dict[Hashable, Future[Record]] = {}
+        self._in_flight = 0  # submitted and not yet answered
+        self.lock = threading.RLock()  # over the futures, the count and `ahead`'s own state (its cursor)
+        self._closed = False
 
     @property
     def pending(self) -> int:
@@ -88,34 +99,55 @@ class AnswerPipeline:
         return len(self._futures)
 
     @property
+    def in_flight(self) -> int:
+        """Answers submitted and not yet answered."""
+        return self._in_flight
+
+    @property
     def room(self) -> int:
         """How many more answers to start now: up to `width` in flight, and at most BACKLOG_FACTOR × width
         answered ahead of the tests that take them."""
-        in_flight = sum(1 for future in self._futures.values() if not future.done())
-        return max(0, min(self.width - in_flight, BACKLOG_FACTOR * self.width - self.pending))
+        return max(0, min(self.width - self._in_flight, BACKLOG_FACTOR * self.width - len(self._futures)))
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: Hashable) -> bool:
         return key in self._futures
 
-    def submit(self, key: str, sample: Sample, spec: BenchmarkSpec) -> None:
+    def submit(self, key: Hashable, sample: Sample, spec: BenchmarkSpec) -> None:
         """Start answering `sample` (once per key)."""
-        if key not in self._futures:
-            self._futures[key] = self._pool.submit(self._one, sample, spec)
+        with self.lock:
+            if key in self._futures or self._closed:
+                return
+            self._in_flight += 1
+            future = self._futures[key] = self._pool.submit(self._one, sample, spec)
+            future.add_done_callback(self._came)
+
+    def refill(self) -> None:
+        """Start as many of the next samples as there is room for (`ahead`)."""
+        with self.lock:
+            room = self.room
+            if room and self.ahead is not None and not self._closed:
+                self.ahead(room)
 
     def _one(self, sample: Sample, spec: BenchmarkSpec) -> Record:
         with self.turn:
             return self.answer([(sample, spec)])[0]
 
-    def take(self, key: str, refill: Callable[[], None]) -> Record:
-        """The record of a submitted sample, once answered; `refill` is called each time an answer
-        comes meanwhile (to start the next ones: a slow answer holds up no other request)."""
-        target = self._futures[key]
-        while not target.done():
-            wait([f for f in self._futures.values() if not f.done()], return_when=FIRST_COMPLETED)
-            refill()
-        del self._futures[key]
-        return target.result()
+    def _came(self, future: Future[Record]) -> None:
+        """An answer came (or was dropped): one less in flight, and the next ones started on this thread."""
+        with self.lock:
+            self._in_flight -= 1
+            self.refill()
+
+    def take(self, key: Hashable) -> Record:
+        """The record of a submitted sample, once answered (an answer that raised raises here)."""
+        try:
+            return self._futures[key].result()
+        finally:
+            with self.lock:
+                del self._futures[key]
 
     def close(self) -> None:
         """Drop the answers not started (a run stopped early); those in flight end on their own."""
+        with self.lock:
+            self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)

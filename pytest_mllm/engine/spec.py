@@ -1,9 +1,15 @@
-"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution.
+"""Benchmark spec files (YAML): loading, validation, lookup by name, data-root resolution, and the
+registry of the loaders a spec names.
 
-A spec file is validated by a pydantic model (built on first use, with the parser and metric names
-registered then) whose errors are told in the spec's words: file, dotted field, problem, fix. The
+A spec file is validated by a pydantic model (built on first use, with the loader, parser and metric
+names registered then) whose errors are told in the spec's words: file, dotted field, problem, fix. The
 same model gives the JSON Schema committed as benchmarks/spec.schema.json, for editors; regenerate
 it with `python -m pytest_mllm.engine.spec --write-schema benchmarks/spec.schema.json`.
+
+A loader registers itself in its module (`loaders/`) with `@loader`, which this module never imports:
+
+    @loader("jsonl", about="JSON Lines: one sample per line", data_file="")
+    def load_jsonl(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]: ...
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 from pytest_mllm.echo import excerpt
+from pytest_mllm.registry import Registry
 
-LOADERS = ("mme", "mme_results", "tsv", "jsonl", "parquet", "vqa", "shapes", "vrp_shapes")
-GENERATED_LOADERS = ("shapes", "vrp_shapes")  # bundled benchmarks drawn on the spot: no data root
+if TYPE_CHECKING:
+    from pytest_mllm.engine.fetch import DataCache, Source
+
 VARIANT_MODES = ("none", "grid", "full", "property")
 # Readings that differ from the reference's, each off unless a spec lists it in `deviations`.
 DEVIATIONS = {
@@ -86,6 +94,7 @@ class BenchmarkSpec:
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
+    download: Source | None = None  # where the data is fetched from when no data root is given (engine/fetch.py)
 
     @property
     def subset_path(self) -> Path | None:
@@ -95,7 +104,30 @@ class BenchmarkSpec:
     @property
     def env_var(self) -> str:
         """The environment variable that can point at this benchmark's data root."""
-        return "MLLM_DATA_" + re.sub(r"[^A-Z0-9]", "_", self.name.upper())
+        return data_variable(self.name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES` for a bundled
+        spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
+        markers take each of them."""
+        bundled = bundled_specs()
+        key = self.path.stem
+        if bundled.get(key) == self.path:
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
+                                                          if target == key and alias not in bundled)]))
+        from pytest_mllm.engine import catalogue
+
+        if self.path.parent == catalogue.specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
+            entry = catalogue.vlmevalkit_entry(self.name)
+            others = entry.lmms_eval if entry is not None else ()
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
+        return (self.name,)
+
+    @property
+    def env_vars(self) -> tuple[str, ...]:
+        """The environment variables that can point at the data root, one per name, the first set winning."""
+        return tuple(dict.fromkeys(data_variable(name) for name in self.names))
 
     @property
     def task_order(self) -> tuple[str, ...]:
@@ -128,16 +160,40 @@ class BenchmarkSpec:
                 return group
         return None
 
-    def resolve_data_root(self, override: str | None) -> Path | None:
-        """The data root: the option, else the environment variable, else the spec's `data.root`.
+    @property
+    def needs_data(self) -> bool:
+        """Whether its loader reads files (a data root), rather than drawing its samples on the spot."""
+        return not LOADERS.get(self.loader).generated
+
+    def data_override(self, data: Mapping[str, str]) -> str | None:
+        """The --mllm-data root given for this benchmark under any of its names, else one given for any."""
+        return next((data[name] for name in self.names if name in data), data.get(""))
+
+    def needs_fetch(self, override: str | None) -> bool:
+        """True when the data comes from the data cache: no option, variable or `data.root` names a root,
+        and the spec says where its data is released (`data.url` or `data.hub`)."""
+        return (self.download is not None and self.needs_data and override is None
+                and self.data_root is None and not any(os.environ.get(v) for v in self.env_vars))
+
+    def resolve_data_root(self, override: str | None, cache: DataCache | None = None) -> Path | None:
+        """The data root: the option, else an environment variable, else the spec's `data.root`, else the
+        data cache's copy of the released data (fetched and verified first if need be: `engine/fetch.py`).
 
         Returns None for loaders that need no data (the bundled generated benchmarks).
         """
-        if self.loader in GENERATED_LOADERS:
+        if not self.needs_data:
             return None
+        if self.needs_fetch(override):
+            from pytest_mllm.engine.fetch import DataCache, FetchError
+
+            try:
+                return (cache or DataCache()).fetch(self.download)  # type: ignore[arg-type]
+            except FetchError as exc:
+                raise SpecError(str(exc)) from None
         source, raw = "--mllm-data", override
-        if raw is None and os.environ.get(self.env_var):
-            source, raw = self.env_var, os.environ[self.env_var]
+        variable = next((v for v in self.env_vars if os.environ.get(v)), None)
+        if raw is None and variable is not None:
+            source, raw = variable, os.environ[variable]
         if raw is None and self.data_root is not None:
             source, raw = f"field data.root of {self.path}", self.data_root
             root = (self.path.parent / raw).resolve()
@@ -154,6 +210,41 @@ class BenchmarkSpec:
                 f"pass --mllm-data={self.name}=/path/to/data or set {self.env_var}"
             )
         return root
+
+
+def data_variable(name: str) -> str:
+    """The environment variable naming a benchmark's data root: MLLM_DATA_<NAME>."""
+    return "MLLM_DATA_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+# --- the loaders: each data format registers itself where it is defined ---------------------------
+
+Samples = list[Any]  # `Sample`s, and `BadSample`s for entries that could not be read
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A registered loader: one data format read into samples."""
+
+    name: str
+    load: Callable[[BenchmarkSpec, Path | None], Samples]  # (spec, data root or None) → samples
+    about: str  # what it reads, in a few words (the schema, --mllm-list)
+    options: Mapping[str, str] = field(default_factory=dict)  # the `loader_options` keys it reads → a note or ""
+    data_file: str | None = None  # what `data.file` names for it ("": a file inside the root); None: not read
+    generated: bool = False  # its samples are drawn on the spot: no data root
+
+
+LOADERS: Registry[Loader] = Registry("loader", "loader")
+
+
+def loader(name: str, *, about: str, options: Mapping[str, str] | None = None, data_file: str | None = None,
+           generated: bool = False) -> Callable[[Callable[..., Samples]], Callable[..., Samples]]:
+    """Register the decorated (spec, root) → samples function as loader `name` (see `Loader`)."""
+    def register(load: Callable[..., Samples]) -> Callable[..., Samples]:
+        LOADERS.add(name, Loader(name, load, about, dict(options or {}), data_file, generated), load.__module__)
+        return load
+
+    return register
 
 
 def bundled_specs() -> dict[str, Path]:
@@ -245,14 +336,14 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
 
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a benchmark spec must be a YAML mapping (name:, loader:, …)")
-    parsers, metrics = _registries()
-    model = _spec_model(parsers, metrics)
+    names = _registries()
+    model = _spec_model(names)
     try:
         checked = model.model_validate(raw, context={"spec_path": path})
     except ValidationError as exc:
         lines: dict[str, None] = {}  # one line per problem, in the fields' order, each naming file and field
         for error in exc.errors():
-            field_name, problem = _explain(model, parsers, metrics, error)
+            field_name, problem = _explain(model, names, error)
             lines[f"{path}: field {field_name!r}: {problem}"] = None
         raise SpecError("\n".join(lines)) from None
     tasks = {task: TaskSettings(parser=(settings and settings.parser) or checked.parser,
@@ -271,7 +362,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         open_prompt=checked.open_prompt,
         max_new_tokens=checked.max_new_tokens,
         metrics=tuple(checked.metrics),
-        headline=checked.headline or ("score" if "mme_score" in checked.metrics else "accuracy"),
+        headline=checked.headline or default_headline(checked.metrics),
         groups={group: tuple(members) for group, members in (checked.groups or {}).items()},
         tasks=tasks,
         loader_options=checked.loader_options or {},
@@ -279,15 +370,52 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         subset=checked.subset,
         deviations=tuple(checked.deviations or ()),
         about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
+        download=_download(checked),
     )
 
 
-def _registries() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The parser and metric names registered now (read at each validation, never at import)."""
-    from pytest_mllm.scoring.metrics import KNOWN_METRICS
-    from pytest_mllm.scoring.parsers import PARSERS
+def _download(checked: Any) -> Source | None:
+    """The spec's `data.url` + `data.md5` or `data.hub` as a fetch source (checked by the model)."""
+    from pytest_mllm.engine.fetch import FileSource, HubSource, url_filename
 
-    return tuple(PARSERS), tuple(KNOWN_METRICS)
+    data = checked.data
+    if data is None:
+        return None
+    if data.url is not None:
+        return FileSource(name=checked.name, url=data.url, md5=data.md5,
+                          filename=data.file or url_filename(data.url))
+    if data.hub is not None:
+        split = (checked.loader_options or {}).get("split")
+        return HubSource(name=checked.name, repo=data.hub.repo, revision=data.hub.revision,
+                         split=split if isinstance(split, str) else None)
+    return None
+
+
+class _Names(NamedTuple):
+    """The names a spec's fields may take: those registered now (read at each validation, never at import)."""
+
+    loaders: tuple[str, ...]
+    parsers: tuple[str, ...]
+    metrics: tuple[str, ...]
+
+
+def _registries() -> _Names:
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
+
+    return _Names(tuple(LOADERS.names()), tuple(PARSERS.names()), known_metrics())
+
+
+def default_headline(metrics: Sequence[str]) -> str:
+    """The value a benchmark shows as its result when its spec names none: the first declared metric's
+    headline (MME's score), else accuracy."""
+    from pytest_mllm.scoring.metrics import METRICS
+
+    for name in metrics:
+        headline = METRICS.get(name).headline if name in METRICS else None
+        if headline:
+            return headline
+    return "accuracy"
 
 
 # --- the spec file's model ------------------------------------------------------------------------
@@ -296,32 +424,37 @@ _KEYED = ("groups", "tasks")  # fields whose keys are the user's names (of group
 _PLAIN_STRING = "{input} must be a non-empty string"
 
 
-def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, str]:
+def _problems(names: _Names) -> dict[str, str]:
     """What a value at each field must be, by field pattern (`*`: a user's key, `#`: a list item)."""
     def one_of(names: Any) -> str:
         return "{input} is not one of " + ", ".join(names)
 
     return {
         "name": "{input} must be a word of letters, digits, '_' or '-' (starting with a letter)",
-        "loader": one_of(LOADERS),
+        "loader": one_of(sorted(names.loaders)),
         "version": "{input} must be a string or a number",
         "description": "{input} must be a string",
-        "data": "must be a mapping with optional keys root and file",
+        "data": "must be a mapping with optional keys root, file, url, md5 and hub",
         "data.root": _PLAIN_STRING,
         "data.file": _PLAIN_STRING,
-        "parser": one_of(sorted(parsers)),
+        "data.url": "{input} must be an http(s) URL",
+        "data.md5": "{input} must be an MD5 digest: 32 lowercase hex digits",
+        "data.hub": "must be a mapping with keys repo and revision",
+        "data.hub.repo": "{input} must be a dataset repository id: owner/name",
+        "data.hub.revision": _PLAIN_STRING,
+        "parser": one_of(sorted(names.parsers)),
         "prompt": _PLAIN_STRING,
         "open_prompt": _PLAIN_STRING,
         "max_new_tokens": f"{{input}} must be a positive integer, at most {MAX_NEW_TOKENS}",
-        "metrics": f"must be a non-empty list of {', '.join(metrics)}",
-        "metrics.#": one_of(sorted(metrics)),
+        "metrics": f"must be a non-empty list of {', '.join(names.metrics)}",
+        "metrics.#": one_of(sorted(names.metrics)),
         "headline": _PLAIN_STRING,
         "groups": "must map a group name to a list of task names",
         "groups.*": "must be a list of task names",
         "groups.*.#": "must be a list of task names",
         "tasks": "must map a task name to {parser:, prompt:}",
         "tasks.*": "must be a mapping with optional keys parser and prompt",
-        "tasks.*.parser": one_of(sorted(parsers)),
+        "tasks.*.parser": one_of(sorted(names.parsers)),
         "tasks.*.prompt": _PLAIN_STRING,
         "loader_options": "must be a mapping",
         "variants": one_of(sorted(VARIANT_MODES)),
@@ -329,19 +462,22 @@ def _problems(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> dict[str, s
     }
 
 
-def _explain(model: Any, parsers: tuple[str, ...], metrics: tuple[str, ...], error: Any) -> tuple[str, str]:
+def _explain(model: Any, names: _Names, error: Any) -> tuple[str, str]:
     """(dotted field, problem) of one pydantic error, in the spec's words (list positions dropped)."""
     loc, kind = tuple(error["loc"]), error["type"]
     if kind == "spec":  # raised by the model's own checks: the problem is already in our words
         return error["ctx"]["field"] or ".".join(map(str, loc)), error["ctx"]["problem"]
     if kind in ("extra_forbidden", "invalid_key"):  # a key of the spec, of data or of tasks.<name>
-        section = {"": "", "data": "data", "tasks.*": "tasks"}[_pattern(loc[:-1])]
-        allowed = _nested_fields(model.model_fields[section].annotation) if section else set(model.model_fields)
+        section = {"": (), "data": ("data",), "data.hub": ("data", "hub"), "tasks.*": ("tasks",)}[_pattern(loc[:-1])]
+        allowed = set(model.model_fields)
+        for part in section:
+            allowed = _nested_fields(model.model_fields[part].annotation)
+            model = _nested_model(model.model_fields[part].annotation)
         return ".".join(map(str, loc)), f"unknown field; allowed fields: {', '.join(sorted(allowed))}"
     shown = ".".join(str(part) for part in loc if not isinstance(part, int))
     if kind == "missing":
         return shown, "missing (required)"
-    template = _problems(parsers, metrics).get(_pattern(loc), "{input} is not valid here")
+    template = _problems(names).get(_pattern(loc), "{input} is not valid here")
     return shown, template.replace("{input}", excerpt(error.get("input")))
 
 
@@ -356,6 +492,47 @@ def _nested_fields(annotation: Any) -> set[str]:
     if fields is not None:
         return set(fields)
     return set().union(*(_nested_fields(arg) for arg in getattr(annotation, "__args__", ())))
+
+
+def _nested_model(annotation: Any) -> Any:
+    """The model inside an annotation such as `DataSection | None` or `dict[str, TaskSection | None]`."""
+    if getattr(annotation, "model_fields", None) is not None:
+        return annotation
+    return next((found for arg in getattr(annotation, "__args__", ()) if (found := _nested_model(arg)) is not None),
+                None)
+
+
+# The descriptions that list registered entries, written when the JSON Schema is (validation never needs them,
+# and they import every loader module).
+
+def _describe_loader(schema: dict[str, Any]) -> None:
+    formats = ", ".join(f"{name} ({entry.about})" for name, entry in LOADERS.entries().items())
+    schema["description"] = f"The data format: {formats}."
+
+
+def _describe_data(schema: dict[str, Any]) -> None:
+    drawn = ", ".join(name for name, entry in LOADERS.entries().items() if entry.generated)
+    schema["description"] = f"Where the benchmark's data lies (not needed by the loaders {drawn}, drawn on the spot)."
+
+
+def _describe_data_file(schema: dict[str, Any]) -> None:
+    plain = ", ".join(name for name, entry in LOADERS.entries().items() if entry.data_file == "")
+    noted = "".join(f"; {name}: {entry.data_file}" for name, entry in LOADERS.entries().items() if entry.data_file)
+    schema["description"] = f"The data file inside the root (loaders {plain}{noted})."
+
+
+def _describe_loader_options(schema: dict[str, Any]) -> None:
+    each = "; ".join(f"{name}: " + ", ".join(key + (f" ({note})" if note else "") for key, note in entry.options.items())
+                     for name, entry in LOADERS.entries().items() if entry.options)
+    schema["description"] = f"Options passed to the loader ({each})."
+
+
+def _describe_headline(schema: dict[str, Any]) -> None:
+    from pytest_mllm.scoring.metrics import ordered_metrics
+
+    given = "".join(f"{m.headline} when metrics include {m.name}, " for m in ordered_metrics() if m.headline)
+    schema["description"] = f"The metric shown as the benchmark's result (default: {given}else accuracy)."
+    _no_default(schema)
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -426,8 +603,8 @@ def _subset_problem(relative: str, spec_path: Path | None) -> tuple[str, str | N
 
 
 @functools.lru_cache(maxsize=None)
-def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
-    """The pydantic model of a spec file, for these registered parser and metric names."""
+def _spec_model(names: _Names) -> Any:
+    """The pydantic model of a spec file, for these registered loader, parser and metric names."""
     from typing import Annotated, Literal
 
     from pydantic import (
@@ -443,24 +620,52 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
     from pydantic_core import PydanticCustomError
 
     Text = Annotated[str, Field(strict=True, min_length=1)]  # local type aliases
-    ParserName = Literal[tuple(sorted(parsers))]
-    MetricName = Literal[tuple(sorted(metrics))]
+    LoaderName = Literal[tuple(sorted(names.loaders))]
+    ParserName = Literal[tuple(sorted(names.parsers))]
+    MetricName = Literal[tuple(sorted(names.metrics))]
     Scalar = Annotated[str, BeforeValidator(_text), Field(strict=True),
                        WithJsonSchema({"type": ["string", "number", "null"]})]
     Options = Annotated[dict[Any, Any] | None, BeforeValidator(_empty_to_none),
                         WithJsonSchema({"type": ["object", "null"]})]  # the same in every pydantic version
 
-    class DataSection(BaseModel):
-        """Where the benchmark's data lies (not needed by the generated loaders shapes and vrp_shapes)."""
+    class HubSection(BaseModel):
+        """A Hugging Face dataset repository and its revision."""
 
-        model_config = ConfigDict(extra="forbid", title="data")
+        model_config = ConfigDict(extra="forbid", title="hub")
+        repo: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")] = Field(
+            description="The dataset repository id.", examples=["Lin-Chen/MMStar"])
+        revision: Annotated[str, Field(strict=True, pattern=r"^[\w.\-/]+$")] = Field(
+            "main", description=("A commit (40 hex digits: checked), or a branch or tag (the commit it pointed at "
+                                 "when fetched is recorded in the data cache)."))
+
+    class DataSection(BaseModel):
+        """Where the benchmark's data lies."""
+
+        model_config = ConfigDict(extra="forbid", title="data", json_schema_extra=_describe_data)
         root: Text | None = Field(None, description=(
             "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
             "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
-        file: Text | None = Field(None, description=(
-            "The data file inside the root (loaders tsv, jsonl, vqa; parquet: a file or glob, "
-            "overriding the dataset card's files)."),
+        file: Text | None = Field(None, json_schema_extra=_describe_data_file,
                                   examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
+        url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
+            "Where the released data file is downloaded from when no data root is given (saved under the name "
+            "in file): fetched once into the data cache, checked against md5, reused."),
+            examples=["https://opencompass.openxlab.space/utils/VLMEval/MMStar.tsv"])
+        md5: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{32}$")] | None = Field(
+            None, description=("The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
+                               "deleted and is an error. Without it (a file whose publisher gives none) the first "
+                               "download's MD5 is recorded and checked afterwards."))
+        hub: HubSection | None = Field(None, description=(
+            "A Hugging Face dataset fetched when no data root is given (needs the extra hub): the files of "
+            "loader_options.split, each checked against the hub's record of the commit."))
+
+        @model_validator(mode="after")
+        def _source_is_whole(self) -> DataSection:
+            if self.md5 is not None and self.url is None:
+                raise fail("data.url", "md5 is the digest of the file at url: give url too")
+            if self.url is not None and self.hub is not None:
+                raise fail("data.hub", "give url (and md5), or hub, not both")
+            return self
 
     class TaskSection(BaseModel):
         """Settings of one task; a setting left out is the spec's."""
@@ -498,11 +703,7 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
         name: Annotated[str, Field(strict=True, pattern=_NAME.pattern)] = Field(
             description="The benchmark's name: a word of letters, digits, '_' or '-', starting with a letter.",
             examples=["my_bench"])
-        loader: Literal[LOADERS] = Field(description=(
-            "The data format: mme (MME's release folder), mme_results (MME's results format), tsv "
-            "(base64 images: MMBench, POPE, …), jsonl, parquet (a Hugging Face dataset folder or parquet "
-            "files: lmms-eval's datasets), vqa (Tiny LVLM-eHub JSON), shapes and vrp_shapes "
-            "(bundled, drawn on the spot)."))
+        loader: LoaderName = Field(json_schema_extra=_describe_loader)
         version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
                                 examples=["1"])
         description: Scalar = Field("", description="One line saying what the benchmark measures.")
@@ -520,23 +721,15 @@ def _spec_model(parsers: tuple[str, ...], metrics: tuple[str, ...]) -> Any:
             16, description="The most tokens a model may generate per answer.")
         metrics: Annotated[list[MetricName], Field(min_length=1)] = Field(
             ["accuracy"], description="The metrics computed per task, group and overall.")
-        headline: Text = Field(None, description=(
-            "The metric shown as the benchmark's result (default: score when metrics include mme_score, "
-            "else accuracy)."), examples=["accuracy", "score", "f1", "mean_score"], json_schema_extra=_no_default)
+        headline: Text = Field(None, examples=["accuracy", "score", "f1", "mean_score"],
+                               json_schema_extra=_describe_headline)
         groups: Annotated[dict[str, list[Annotated[str, Field(strict=True)]]] | None,
                           BeforeValidator(_group_entries)] = Field(
             None, description="Report groups: a group name (not also a task name) to the list of its task names.",
             examples=[{"perception": ["existence", "count", "color"]}])
         tasks: Annotated[dict[str, TaskSection | None] | None, BeforeValidator(_task_entries)] = Field(
             None, description="Per-task settings, by task name, in report order.")
-        loader_options: Options = Field(None, description=(
-            "Options passed to the loader (tsv: task_column, task, task_separator, split, task_names (the tasks the "
-            "reference scores), question_type_column, split_tasks (the split cell is the task); parquet: split, config "
-            "(a name, or * for every config as a task), task, where ({column: value or [values]}: rows kept), "
-            "answers ({cell: answer}), options_in_question (options written in the question text), columns: "
-            "{id (a column or a list joined with _), question, answer, task, category, image, choices, hint, "
-            "references, l2_category, question_type}), answer_is, cells)."),
-            examples=[{"task_column": "category"},
+        loader_options: Options = Field(None, json_schema_extra=_describe_loader_options, examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(
             "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
@@ -611,7 +804,7 @@ def spec_schema() -> dict[str, Any]:
         def field_title_should_be_set(self, schema: Any) -> bool:
             return False  # the property's name says it
 
-    schema = _spec_model(*_registries()).model_json_schema(schema_generator=_Schema)
+    schema = _spec_model(_registries()).model_json_schema(schema_generator=_Schema)
     return {"$schema": SCHEMA_DIALECT, **schema}
 
 
@@ -665,5 +858,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run as the package's module, whose registry the loaders register in
+    from pytest_mllm.engine.spec import main as package_main
+
+    raise SystemExit(package_main())

@@ -219,12 +219,13 @@ def _counts(subset: Subset, setup: MetricSetup, records: Sequence[Record] | None
 def count_path(layers: Sequence[Sequence[Sequence[Record]]], setup: MetricSetup) -> Any:
     """`scoring.count_bootstrap`'s path over units grouped by task: the benchmark's count metrics (accuracy
     alone when the others cannot take it), or None where even accuracy cannot."""
-    from pytest_mllm.scoring.count_bootstrap import COUNT_METRICS, CountReplicates
-    from pytest_mllm.scoring.metrics import enabled_metrics
+    from pytest_mllm.scoring.count_bootstrap import CountReplicates
+    from pytest_mllm.scoring.metrics import ACCURACY, enabled_metrics, ordered_metrics
 
     flat_records = [r for layer in layers for unit in layer for r in unit]
-    enabled = enabled_metrics(setup.declared, flat_records) & COUNT_METRICS
-    for chosen in (enabled, frozenset({"accuracy"})):
+    enabled = enabled_metrics(setup.declared, flat_records)
+    counted = {m.name for m in ordered_metrics() if m.name in enabled and m.twin is not None}
+    for chosen in (counted | {ACCURACY}, {ACCURACY}):
         built = CountReplicates.build(layers, frozenset(chosen), setup.groups, setup.task_order, setup.headline)
         if built is not None:
             return built

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_mllm.estimate.parts import DRAW
 from pytest_mllm.estimate.summary import LABEL, shown_keys
 from pytest_mllm.record import Record
-from pytest_mllm.sections import HtmlPage, HtmlPart, Section, StandIn, is_points_key, register
+from pytest_mllm.sections import HtmlPage, HtmlPart, Section, StandIn, is_points_key, register_section
 
 _LOW, _HIGH = "ci_low", "ci_high"
 
@@ -33,7 +33,6 @@ def about(part: Mapping[str, Any]) -> str:
 
 
 class EstimateSection(Section):
-    name = "estimate"
     title = "Estimated full-benchmark scores (a subset run)"
     gate_patterns = (r"estimate\..+",)
     record_parts = (DRAW,)
@@ -127,4 +126,4 @@ class EstimateSection(Section):
         return HtmlPart(self.name, self.title, body)
 
 
-register(EstimateSection())
+register_section("estimate", EstimateSection())

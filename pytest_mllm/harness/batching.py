@@ -16,7 +16,7 @@ from pytest_mllm.engine.pipeline import AnswerPipeline
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import freeze_survivors
 from pytest_mllm.harness.items import SampleItem
-from pytest_mllm.harness.xdist import queued_indices
+from pytest_mllm.harness.xdist import WorkerQueue, worker_queue
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Sample
 
@@ -29,14 +29,19 @@ class Batcher:
         self.evaluation = evaluation
         self.thumbnails = thumbnails  # wrong answers carry a thumbnail for the HTML report
         self._ready: dict[str, Record] = {}
-        self._positions: dict[str, int] = {}
+        self._items: list[pytest.Item] = []
+        self._positions: dict[int, int] = {}  # id(item) → its index in the collection
+        self._queue: WorkerQueue | None = None  # under xdist: what the controller has handed this worker
+        self._cursor = 0  # outside xdist: the first index the pipeline has not looked at
         self._frozen = False
         width = evaluation.requests_in_flight()
-        self._pipeline = AnswerPipeline(evaluation.answer, evaluation.turn, width) if width else None
+        self._pipeline = AnswerPipeline(evaluation.answer, evaluation.turn, width, self._send_ahead) if width else None
 
     def collected(self, items: list[pytest.Item]) -> None:
         """Remember the collection order (the look-ahead outside xdist)."""
-        self._positions = {item.nodeid: n for n, item in enumerate(items)}
+        self._items = items
+        self._positions = {id(item): n for n, item in enumerate(items)}
+        self._queue = worker_queue(self.config)
 
     def record_for(self, item: SampleItem) -> Record:
         """The record of `item`, answered with up to batch size − 1 tests that follow it."""
@@ -55,14 +60,46 @@ class Batcher:
         return self._ready.pop(item.nodeid)
 
     def _pipelined(self, item: SampleItem, pipeline: AnswerPipeline) -> Record:
-        """The record of `item`, the requests of the tests after it sent meanwhile (up to the pipeline's width)."""
-        def refill() -> None:
-            for other in self._upcoming(item, pipeline.room, same_length=False, past=pipeline.pending):
-                pipeline.submit(other.nodeid, other.sample, other.spec)  # type: ignore[arg-type]
+        """The record of `item`, the requests of the tests after it sent meanwhile (up to the pipeline's width).
+        Keys are collection indices."""
+        position = self._positions.get(id(item))
+        key = position if position is not None else item.nodeid
+        with pipeline.lock:
+            if position is not None and self._cursor <= position:  # outside xdist the cursor never looks back
+                self._cursor = position + 1
+            pipeline.submit(key, item.sample, item.spec)  # type: ignore[arg-type]
+            pipeline.refill()
+        return pipeline.take(key)
 
-        pipeline.submit(item.nodeid, item.sample, item.spec)  # type: ignore[arg-type]
-        refill()
-        return pipeline.take(item.nodeid, refill)
+    def _send_ahead(self, room: int) -> None:
+        """Submit up to `room` of the sample tests this process runs next that are not yet submitted, looking at
+        each test once: a cursor into the collection (outside xdist) or into this worker's queue. Called under
+        the pipeline's lock, by the tests' thread or by the thread of an answer that came."""
+        pipeline, items = self._pipeline, self._items
+        assert pipeline is not None
+        if self._queue is None:
+            while room and self._cursor < len(items):
+                index = self._cursor
+                self._cursor += 1
+                room -= self._submit(pipeline, index, items[index])
+            return
+        following = self._queue.following
+        if following is not None:
+            room -= self._submit(pipeline, following, items[following])
+        while room:
+            fresh = self._queue.unseen(room)
+            if not fresh:
+                return
+            for index in fresh:
+                room -= self._submit(pipeline, index, items[index])
+
+    @staticmethod
+    def _submit(pipeline: AnswerPipeline, index: int, other: pytest.Item) -> int:
+        """Submit `other` under its index when it is a readable sample's test not yet submitted: 1 if it was."""
+        if isinstance(other, SampleItem) and isinstance(other.sample, Sample) and index not in pipeline:
+            pipeline.submit(index, other.sample, other.spec)
+            return 1
+        return 0
 
     def close(self) -> None:
         """The run ends: answers not started are dropped."""
@@ -80,21 +117,19 @@ class Batcher:
                 record["thumbnail"] = thumbnail_url(member.sample, self.evaluation.settings.max_pixels)  # type: ignore[arg-type]
         return records
 
-    def _upcoming(self, item: SampleItem, want: int, *, same_length: bool = True, past: int = 0) -> list[SampleItem]:
-        """Up to `want` sample tests this process runs next, not answered or under way (with the
-        same generation length: `same_length`), looking `past` as many tests already under way."""
+    def _upcoming(self, item: SampleItem, want: int) -> list[SampleItem]:
+        """Up to `want` sample tests this process runs next, not answered yet, with the same generation length."""
         if want <= 0:
             return []
-        queued = queued_indices(self.config, want + past)
-        items = item.session.items
+        items = self._items or item.session.items
         # outside xdist: the rest of the collection, walked only as far as the batch needs (no list of it)
-        indices = queued if queued is not None else range(self._positions.get(item.nodeid, len(items)) + 1, len(items))
+        indices = self._queue.head(want) if self._queue is not None else \
+            range(self._positions.get(id(item), len(items)) + 1, len(items))
         upcoming: list[SampleItem] = []
         for index in indices:
             other = items[index]
             if (isinstance(other, SampleItem) and isinstance(other.sample, Sample) and other.nodeid not in self._ready
-                    and (not same_length or other.spec.max_new_tokens == item.spec.max_new_tokens)
-                    and (self._pipeline is None or other.nodeid not in self._pipeline)):
+                    and other.spec.max_new_tokens == item.spec.max_new_tokens):
                 upcoming.append(other)
                 if len(upcoming) == want:
                     break

@@ -19,6 +19,7 @@ from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
+from pytest_mllm.harness.limit import RunLimit
 from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
@@ -49,8 +50,10 @@ class MllmHooks:
         self.tp_outcomes: list[dict[str, Any]] = []
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
+        self.limit = RunLimit(options.limit) if options.limit is not None else None  # --mllm-limit
         self._plan_printed = False
         self.write_failure = ""  # why an output could not be written at the end
+        self.summary_warning = options.outputs.step_summary_problem  # why the job summary is left out
         self.failed_load: str | None = None  # the summary's line when the model could not be loaded
 
     def record_for(self, item: pytest.Item) -> Record:
@@ -73,11 +76,14 @@ class MllmHooks:
     @pytest.hookimpl(trylast=True)  # after -k and -m: a shard's record counts are those of the selection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """With customized prompts, leave out the samples each was optimized on (D_few ∩ D_test = ∅);
-        with --mllm-shard=I/N, the tests of the other shards (`harness/shard.py`)."""
+        with --mllm-limit=N, the samples past the limit (`harness/limit.py`); with --mllm-shard=I/N, the
+        tests of the other shards (`harness/shard.py`)."""
         few = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
                and self.evaluation.optimized_on(i.sample)]
         self.few_deselected = len(few)
         _deselect(config, items, few)
+        if self.limit is not None:
+            _deselect(config, items, self.limit.beyond(config, items))
         if self.options.shard is not None:
             _deselect(config, items, self._other_shards(config, items))
 
@@ -96,6 +102,8 @@ class MllmHooks:
         raw = getattr(node, "workeroutput", {}).get("mllm_shard_expected")
         if raw and self.shard_expected is None:
             self.shard_expected = json.loads(raw)
+        if self.limit is not None:
+            self.limit.worker_done(node)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.batches.collected(session.items)
@@ -263,11 +271,12 @@ class MllmHooks:
         try:
             self.written = outputs.write(document, self.results)
             if outputs.markdown_path or outputs.step_summary:
-                from pytest_mllm.report.markdown import github_run_url, markdown_summary, write_markdown
+                from pytest_mllm.report.markdown import github_run_url, markdown_summary
 
                 text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
                                         written=self.written, run_url=github_run_url(os.environ))
-                self.written += write_markdown(text, outputs.markdown_path, outputs.step_summary)
+                written, self.summary_warning = outputs.write_summary(text)
+                self.written += written
         except (OutputWriteError, OutputError) as exc:  # a full disk, a folder gone: one line, not a traceback
             self.write_failure = f"pytest-mllm: error: {exc}"
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -279,7 +288,8 @@ class MllmHooks:
                 "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates],
                 "baseline": str(gates.baseline) if gates.baseline else None,
                 **({"shard": {"index": self.options.shard[0], "count": self.options.shard[1],
-                              "expected_records": self.shard_expected}} if self.options.shard else {})}
+                              "expected_records": self.shard_expected}} if self.options.shard else {}),
+                **({"limit": self.limit.settings()} if self.limit is not None else {})}
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -305,6 +315,8 @@ class MllmHooks:
             terminalreporter.write_line(f"pytest-mllm: {self.failed_load}", red=True, bold=True)
         if self.write_failure:
             terminalreporter.write_line(self.write_failure, red=True, bold=True)
+        if self.summary_warning:
+            terminalreporter.write_line(f"pytest-mllm: warning: {self.summary_warning}", yellow=True)
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

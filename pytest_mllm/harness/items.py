@@ -89,7 +89,7 @@ class _Marks:
         if task not in self._cache:
             self._cache[task] = (
                 [Mark("mllm", (), {}, _ispytest=True)]
-                + self._mark(self.spec.name, "benchmark")
+                + [mark for name in self.spec.names for mark in self._mark(name, "benchmark")]
                 + self._mark(self.spec.group_of(task), "group")
                 + self._mark(task, "task")
             )

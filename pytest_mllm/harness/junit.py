@@ -3,16 +3,22 @@
 Each gate and regression limit becomes a test case of its own (a failure with its message when it
 fails, skipped when it did not run); each benchmark's scores become properties of the test suite.
 A wrong answer that does not fail its test (no --mllm-strict) carries its verdict as properties.
+Names from data are escaped where XML cannot hold them (`echo.xml_text`), and the file is written
+beside its place and renamed over it (`AtomicJunit`), as every output is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _pytest.junitxml import xml_key
 
+from pytest_mllm.echo import xml_text
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
@@ -34,7 +40,7 @@ def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult]
         return
     for name, result in results.items():
         for key, value in suite_properties(name, result).items():
-            xml.add_global_property(key, value)
+            xml.add_global_property(xml_text(key), value)  # pytest escapes values, not names
     for verdict in verdicts:
         for report in _gate_reports(verdict):
             xml.pytest_runtest_logreport(report)
@@ -66,8 +72,8 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     gate = verdict.gate
     kind = "regressions" if gate.max_drop is not None else "gates"
     suite = gate.benchmark if gate.benchmark != "*" else "mllm"
-    nodeid = f"{suite}::{kind}::{gate.text}"
-    location = (f"{suite}.{kind}", None, gate.text)
+    nodeid = xml_text(f"{suite}::{kind}::{gate.text}")
+    location = (xml_text(f"{suite}.{kind}"), None, xml_text(gate.text))
     message = f"gate failed: {verdict.line()}" + (f" ({verdict.note})" if verdict.note and verdict.value is not None
                                                   else "")
     outcome: Any = {"pass": "passed", "fail": "failed", "not run": "skipped"}[verdict.verdict]
@@ -79,3 +85,43 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     call = pytest.TestReport(nodeid, location, {}, outcome, longrepr, "call", duration=0.0)
     teardown = pytest.TestReport(nodeid, location, {}, "passed", None, "teardown", duration=0.0)
     return [call, teardown]
+
+
+class AtomicJunit:
+    """pytest writes the JUnit XML in place; with this plugin it writes a temporary file beside it, which then
+    replaces the file whole (`engine/output_paths.write_atomically`): a failed write leaves the previous one."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Iterator[None]:
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return (yield)
+        real = xml.logfile
+        try:
+            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(real)),
+                                                 prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+        except OSError:  # pytest's own write reports the folder's problem
+            return (yield)
+        os.close(handle)
+        xml.logfile = temporary
+        try:
+            result = yield
+            from pytest_mllm.engine.output_paths import OutputWriteError, write_atomically
+
+            try:
+                write_atomically(Path(real), Path(temporary).read_bytes(), what="the JUnit XML")
+            except OutputWriteError as exc:  # one line, as for every output
+                reporter = self.config.pluginmanager.getplugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(f"pytest-mllm: error: {exc}", red=True, bold=True)
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return result
+        finally:
+            xml.logfile = real
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_mllm.engine import catalogue
-from pytest_mllm.engine.spec import ALIASES, GENERATED_LOADERS, BenchmarkSpec, SpecError, bundled_specs, load_spec
+from pytest_mllm.engine.fetch import describe
+from pytest_mllm.engine.spec import ALIASES, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
 
@@ -24,10 +25,12 @@ def bundled() -> Iterator[tuple[str, BenchmarkSpec]]:
 
 
 def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
-    """(marker, what it names) for the benchmark, its groups and the tasks its spec names."""
-    found = [(marker_name(spec.name), "benchmark"), *((marker_name(group), "group") for group in spec.groups),
+    """(marker, what it names) for the benchmark (by each name it answers to), its groups and the tasks its
+    spec names."""
+    found = [*((marker_name(name), "benchmark") for name in spec.names),
+             *((marker_name(group), "group") for group in spec.groups),
              *((marker_name(task), "task") for task in spec.task_order)]
-    return [(marker, kind) for marker, kind in found if marker]
+    return list(dict.fromkeys((marker, kind) for marker, kind in found if marker))
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -76,10 +79,27 @@ def listing() -> str:
         lines.append(f"  groups: {', '.join(spec.groups) or 'none'}; headline: {spec.headline}")
         lines.append(f"  markers (-m): {', '.join(marker for marker, _ in markers(spec))}")
         lines.append(f"  gate paths: {gate_paths(spec)}")
-        if spec.loader in GENERATED_LOADERS:
+        if not spec.needs_data:
             lines.append("  data: none (drawn on the spot)")
+        elif spec.download is not None:
+            lines.append(f"  data: {describe(spec.download)}, fetched on first use into the data cache (for an offline "
+                         f"machine: pytest-mllm-data fetch {spec.name}); or pass --mllm-data={spec.name}=DIR or set "
+                         f"{spec.env_var}")
         else:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         lines.append("")
-    return "\n".join([*lines, *catalogue.listing_lines(ALIASES)])
+    return "\n".join([*lines, *registered(), *catalogue.listing_lines(ALIASES)])
+
+
+def registered() -> list[str]:
+    """What a spec and --mllm can name, read from the registries."""
+    from pytest_mllm.engine.spec import LOADERS
+    from pytest_mllm.models.registry import known_names
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
+
+    return [f"Loaders (a spec's loader:): {', '.join(sorted(LOADERS.names()))}",
+            f"Answer parsers (parser:): {', '.join(sorted(PARSERS.names()))}",
+            f"Metrics (metrics:): {', '.join(sorted(known_metrics()))}",
+            f"Models (--mllm): {', '.join(known_names())}", ""]

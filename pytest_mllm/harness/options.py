@@ -18,7 +18,12 @@ import pytest
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, run_name
+from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
+from pytest_mllm.harness.limit import read_limit
 from pytest_mllm.models.model_args import ModelArgs, ModelArgsError, parse_model_args
+from pytest_mllm.harness.xdist import worker_share
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
@@ -46,7 +51,17 @@ def add_options(parser: pytest.Parser) -> None:
                     + ", ".join(sorted(bundled_specs())) + ") or a spec file (.yaml); repeat or comma-separate "
                     "for several")
     group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
-                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root)")
+                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root, else its released "
+                         "data fetched into the data cache)")
+    group.addoption("--mllm-data-cache", metavar="DIR",
+                    help="where released benchmark data is fetched to and reused from (default $PYTEST_MLLM_DATA_CACHE, "
+                         "else ~/.cache/pytest-mllm/data)")
+    group.addoption("--mllm-offline", action="store_true",
+                    help="download nothing: data missing from the data cache is an error naming the command that "
+                         "fetches it on a connected machine (also when HF_HUB_OFFLINE=1)")
+    group.addoption("--mllm-limit", type=int, metavar="N",
+                    help="a smoke run: at most N samples per task, the first in file order (MME pairs, MMBench circular "
+                         "passes and VRP variants stay whole); the results record the limit")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
     group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
     group.addoption("--mllm-markdown", metavar="PATH",
@@ -100,7 +115,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--mllm-shard", metavar="I/N",
                     help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
                          "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
-    group.addoption("--mllm-timeout", type=float, default=120.0, metavar="S", help="seconds per endpoint request")
+    group.addoption("--mllm-timeout", type=float, default=60.0, metavar="S",
+                    help="seconds an endpoint request may take, all of it (connecting, headers, body); not retried "
+                         "once spent, and a server that answers nothing in that time fails the run's later requests")
     group.addoption("--mllm-replay-min-match", type=float, default=0.9, metavar="FRACTION",
                     help="--mllm=replay:FILE: refuse a recording whose questions or targets agree with the samples "
                          "they answer for less than this share of the rows that hold them (0 to 1; 0 accepts any)")
@@ -200,6 +217,7 @@ class Options:
     show_incorrect: int
     shard: tuple[int, int] | None = None  # --mllm-shard=I/N: (I, N), 1-based
     in_run: dict[str, Path] | None = None  # {name: spec path} when --mllm-bench names every benchmark of the run
+    limit: int | None = None  # --mllm-limit=N: at most N samples per task
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -212,13 +230,17 @@ class Options:
             gates = _gates(config)
         except (SpecError, GateSyntaxError) as exc:
             raise pytest.UsageError(str(exc)) from None
-        data = _data_roots(opt("mllm_data") or [])
         in_run = _benchmarks_in_run(config, benchmarks)
+        data = _data_roots(opt("mllm_data") or [], in_run)
+        gates = gates_by_run_names(gates, in_run)
         _check_data(data, in_run)
         if in_run is not None and not gates.skip_missing:
             _check_gate_benchmarks(gates, in_run)
+        data_cache = read_data_cache(config)
+        fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
-        _check_cache_dir(config, Path(cache_dir).expanduser())
+        model = ModelRef.parse(opt("mllm") or "")
+        _check_cache_dir(config, Path(cache_dir).expanduser(), model)
         evaluation = EvaluationSettings(
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
@@ -227,33 +249,33 @@ class Options:
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
-            endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env")),
+            endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env"), model),
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
-            worker=hasattr(config, "workerinput"), max_new_tokens=_max_new_tokens(config),
-            replay_min_match=_replay_min_match(config), estimate=_estimate(config))
+            worker=hasattr(config, "workerinput"), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
+            replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
                               "GITHUB_STEP_SUMMARY")))
         if not hasattr(config, "workerinput"):  # the controller writes them
-            from pytest_mllm.harness.run_inputs import run_inputs, spec_files_in_args
+            from pytest_mllm.harness.run_inputs import pytest_outputs, run_inputs, spec_files_in_args
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
-            inputs = run_inputs(spec_paths, data, model=opt("mllm") or "", files={
+            inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
                 **{f"the --mllm-estimate-panel file {p}": p
                    for p in (evaluation.estimate.panel.files if evaluation.estimate else ())}})
             try:
-                outputs.check(inputs, also=[Output("--mllm-optimize", evaluation.optimize.path)]
-                              if evaluation.optimize else ())
+                outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
+                    [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
                    strict=opt("mllm_strict"), show_incorrect=opt("mllm_show_incorrect"), shard=_shard(opt("mllm_shard")),
-                   in_run=in_run)
+                   in_run=in_run, limit=read_limit(config))
 
 
 def _model_args(config: pytest.Config) -> ModelArgs:
@@ -370,13 +392,13 @@ def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[st
 
 def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
     """--mllm-data names a benchmark of the run and an existing folder; $MLLM_DATA_<NAME> too."""
-    from pytest_mllm.engine.spec import GENERATED_LOADERS, load_spec
+    from pytest_mllm.engine.spec import load_spec
 
     for name, raw in data.items():
         option = f"--mllm-data={name + '=' if name else ''}{raw}"
         if name and in_run is not None and name not in in_run:
             raise pytest.UsageError(f"{option}: no benchmark {name!r} in this run (benchmarks: "
-                                    f"{', '.join(sorted(in_run))}); use one of those names or --mllm-bench={name}")
+                                    f"{', '.join(sorted(in_run))}); {name_fix(name, in_run)}")
         path = Path(raw).expanduser()
         if not path.exists():
             raise pytest.UsageError(f"{option}: {path} does not exist; give the benchmark's data folder")
@@ -388,13 +410,14 @@ def _check_data(data: dict[str, str], in_run: dict[str, Path] | None) -> None:
             spec = load_spec(spec_path)
         except SpecError:
             continue
-        raw = os.environ.get(spec.env_var)
-        if spec.loader in GENERATED_LOADERS or not raw or name in data or "" in data:
+        variable = next((v for v in spec.env_vars if os.environ.get(v)), None)
+        if not spec.needs_data or variable is None or name in data or "" in data:
             continue
+        raw = os.environ[variable]
         path = Path(raw).expanduser()
         if not path.is_dir():
             what = "does not exist" if not path.exists() else "is a file, not a folder"
-            raise pytest.UsageError(f"${spec.env_var}={raw}: {path} {what}; point it at the data folder of "
+            raise pytest.UsageError(f"${variable}={raw}: {path} {what}; point it at the data folder of "
                                     f"benchmark {name!r} or unset it")
 
 
@@ -408,11 +431,10 @@ def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None
                 "--mllm-gate-skip-missing to let it be 'not run'")
 
 
-def _check_cache_dir(config: pytest.Config, folder: Path) -> None:
+def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef) -> None:
     """The response cache's folder exists or can be created (when the cache will be used)."""
     opt = config.getoption
-    instant = (opt("mllm") or "").startswith(("baseline:", "replay:"))
-    if opt("mllm_cache") == "off" or (instant and not opt("mllm_judge") and not opt("mllm_optimize")):
+    if opt("mllm_cache") == "off" or (model.instant and not opt("mllm_judge") and not opt("mllm_optimize")):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"
@@ -425,13 +447,13 @@ def _check_cache_dir(config: pytest.Config, folder: Path) -> None:
                                 "writable folder) or --mllm-cache=off")
 
 
-def _data_roots(values: list[str]) -> dict[str, str]:
-    """--mllm-data values: NAME=PATH for one benchmark, a bare PATH for any."""
+def _data_roots(values: list[str], in_run: dict[str, Path] | None) -> dict[str, str]:
+    """--mllm-data values: NAME=PATH for one benchmark (any name it answers to), a bare PATH for any."""
     data: dict[str, str] = {}
     for value in values:
         match = _DATA_OVERRIDE.match(value)
         name, path = (match.group(1), match.group(2)) if match and not Path(value).exists() else ("", value)
-        data[name] = path
+        data[run_name(name, in_run) if name else name] = path
     return data
 
 
@@ -470,14 +492,13 @@ def _replay_min_match(config: pytest.Config) -> float:
     return value
 
 
-def _with_model_revision(config: pytest.Config, endpoint: Endpoint) -> Endpoint:
+def _with_model_revision(config: pytest.Config, endpoint: Endpoint, model: ModelRef) -> Endpoint:
     """The model's endpoint with --mllm-model-revision, which only a served model takes."""
     revision = config.getoption("mllm_model_revision")
     if revision is None:
         return endpoint
-    model = config.getoption("mllm") or ""
-    if not model.startswith("openai:"):
-        raise pytest.UsageError(f"--mllm-model-revision is for a served model (--mllm=openai:NAME), not {model!r}: "
+    if not model.served:
+        raise pytest.UsageError(f"--mllm-model-revision is for a served model (--mllm=openai:NAME), not {model.raw!r}: "
                                 "a local model's identity is its files; leave the option out")
     if not revision.strip() or len(revision) > 200 or not revision.isprintable():
         raise pytest.UsageError("--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, "
@@ -525,7 +546,7 @@ def _optimization(config: pytest.Config) -> OptimizationSettings | None:
     if opt("mllm_prompts"):
         raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
                                 "evaluate with --mllm-prompts=FILE in another run")
-    if not (opt("mllm_optimizer") or "").startswith("openai:"):
+    if not ModelRef.parse(opt("mllm_optimizer") or "").served:
         raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
                                 "(and --mllm-optimizer-base-url=URL for a local server)")
     return OptimizationSettings(

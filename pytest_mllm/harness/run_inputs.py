@@ -1,17 +1,19 @@
 """The files a run reads, named for the output check: an output path may be none of them
-(`engine/output_paths.py`)."""
+(`engine/output_paths.py`); and the files pytest itself writes, checked with the run's own outputs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pytest_mllm.engine.fetch import DataCache
 from pytest_mllm.engine.spec import SpecError, is_spec_file, load_spec
-from pytest_mllm.engine.output_paths import Input
+from pytest_mllm.engine.output_paths import Input, Output
+from pytest_mllm.models.ref import ModelRef
 
 
-def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: str = "",
-               files: Mapping[str, Path | None] | None = None) -> list[Input]:
+def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, data_cache: DataCache | None = None,
+               model: ModelRef | None = None, files: Mapping[str, Path | None] | None = None) -> list[Input]:
     """The inputs of a run: each benchmark's spec, data folder, data file and subset file; the recording
     a `replay:` model plays; and `files` (what → path: a baseline, a prompts file, the cache database)."""
     inputs: list[Input] = []
@@ -19,7 +21,7 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: st
         inputs.append(Input(f"the benchmark spec {path.name}", path))
         try:
             spec = load_spec(path)
-            root = spec.resolve_data_root(data.get(spec.name) or data.get(""))
+            root = spec.resolve_data_root(spec.data_override(data), data_cache)
         except SpecError:  # reported where the spec is collected
             continue
         if spec.subset_path is not None:
@@ -28,8 +30,8 @@ def run_inputs(spec_paths: Iterable[Path], data: Mapping[str, str], *, model: st
             inputs.append(Input(f"the data folder of benchmark {spec.name!r}", root, folder=True))
             if spec.data_file:
                 inputs.append(Input(f"the data file of benchmark {spec.name!r}", root / spec.data_file))
-    if model.startswith("replay:"):
-        recording = Path(model.partition(":")[2]).expanduser()
+    if model is not None and model.recording:
+        recording = Path(model.arg).expanduser()
         inputs.append(Input(f"the recording --mllm={model} replays", recording, folder=recording.is_dir()))
     inputs.extend(Input(what, path) for what, path in (files or {}).items() if path is not None)
     return inputs
@@ -44,3 +46,9 @@ def spec_files_in_args(args: Iterable[str], invocation_dir: Path) -> list[Path]:
         if path.is_file() and is_spec_file(path):
             found.append(path.resolve())
     return found
+
+
+def pytest_outputs(config: object) -> list[Output]:
+    """The files pytest writes for the run that the output check covers too: the JUnit XML (`--junitxml`)."""
+    xmlpath = getattr(getattr(config, "option", None), "xmlpath", None)
+    return [Output("--junitxml", Path(xmlpath).expanduser())] if xmlpath else []

@@ -14,39 +14,39 @@ from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
 from pytest_mllm.harness.hooks import MllmHooks
+from pytest_mllm.harness.junit import AtomicJunit
 from pytest_mllm.harness.model_handle import ModelHandle
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.stash import RUN_KEY
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.sample import Sample
 
 
 def start_run(config: pytest.Config) -> None:
     """Check the options, then register the run's hooks (UsageError on any problem)."""
     options = Options.from_config(config)
-    model = options.evaluation.model
+    model, ref = options.evaluation.model, options.evaluation.model_ref
     if options.benchmarks and not model:
         raise pytest.UsageError("--mllm-bench needs a model: pass --mllm=NAME (e.g. --mllm=tiny-llava)")
     own_models = bool(config.pluginmanager.hook.pytest_mllm_make_model.get_hookimpls())
     if not own_models:
-        from pytest_mllm.models.registry import known_names, recognizes
+        from pytest_mllm.models.registry import known_names
 
-        if not recognizes(model):
+        if not ref.known:
             raise pytest.UsageError(f"unknown model {model!r} in --mllm; known models: {', '.join(known_names())}")
-    if model.startswith("replay:"):  # an unreadable recording is one usage error, not one error per sample
-        from pytest_mllm.models.replay import ReplayFileError, check_recording
-
-        try:
-            check_recording(model.partition(":")[2])
-        except ReplayFileError as exc:
+    if ref.entry is not None and ref.entry.check is not None:  # an unreadable recording: one usage error, not
+        try:  # one error per sample
+            ref.entry.check(ref)
+        except ValueError as exc:
             raise pytest.UsageError(f"--mllm={model}: {exc}") from None
     if not hasattr(config, "workerinput") and not config.option.collectonly and not own_models:
-        check_model_available(model, options)
+        check_model_available(ref, options)
     bind_workers_to_gpus(config)
     lighter_exit()
     from pytest_mllm.tpeval.prompts_file import PromptsFileError
 
-    load_report = ModelLoadReport(config, announce=not model.startswith(("baseline:", "replay:")))
+    load_report = ModelLoadReport(config, announce=not ref.instant)
     try:
         with warnings.catch_warnings(record=True) as caught:  # the cache set aside: shown in the warnings summary
             warnings.simplefilter("always")
@@ -68,6 +68,8 @@ def start_run(config: pytest.Config) -> None:
     hooks = MllmHooks(config, options, evaluation, load_report)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(AtomicJunit(config), "mllm-junit")
     if importlib.util.find_spec("xdist") is not None:
         from pytest_mllm.harness.xdist import XdistHooks
 
@@ -107,7 +109,7 @@ def _check_gate_paths(options: Options, evaluation: Evaluation) -> None:
     if problems:
         raise pytest.UsageError("; ".join(problems) + " (pytest --mllm-list shows each bundled benchmark's metric "
                                 "paths)")
-def check_model_available(model: str, options: Options) -> None:
+def check_model_available(model: ModelRef, options: Options) -> None:
     """The model can be had (packages, folder, endpoint): else one usage error with the fix, before any sample."""
     from pytest_mllm.models.preflight import ModelUnavailable, check_model
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from pytest_mllm.judge.agreement import agreement, cohen_kappa
 from pytest_mllm.judge.ensemble import JUDGE
 from pytest_mllm.record import Record, RecordPart
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 from pytest_mllm.scoring.word_match import WORD_MATCH
 
 # A person's verdict on an open answer (1 right, 0 wrong), where the data gives one: a sample's
@@ -65,6 +65,7 @@ def has_open_answers(records: Sequence[Record]) -> bool:
     return any(r.get("answer_type") == "open" for r in records)
 
 
+@metric("judge", section=True, applies=has_open_answers, keys=("judge",))
 def judge_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `judge`: `judge_metrics` over the benchmark's records."""
     return {"judge": judge_metrics(benchmark.records)}

@@ -10,11 +10,10 @@ from pytest_mllm.judge.choice_extractor import EXTRACTION
 from pytest_mllm.judge.ensemble import JUDGE
 from pytest_mllm.judge.metrics import HUMAN_LABEL
 from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.sections import HtmlPage, HtmlPart, Section, percent, register
+from pytest_mllm.sections import HtmlPage, HtmlPart, Section, percent, register_section
 
 
 class JudgeSection(Section):
-    name = "judge"
     title = "Open answers: judge ensemble and word matching"
     metrics = ("judge",)
     gate_values = ("word_accuracy", "cee_accuracy", "agreement", "judge_error_rate")
@@ -61,4 +60,4 @@ class JudgeSection(Section):
         return HtmlPart(self.name, self.title, page.render("judge.html.j2", benchmarks=parts, charts=charts))
 
 
-register(JudgeSection())
+register_section("judge", JudgeSection())

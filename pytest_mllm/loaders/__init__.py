@@ -1,69 +1,20 @@
 """Benchmark loaders: each reads one real file format into Samples.
 
-A loader returns `Sample`s, or `BadSample`s for entries it could not read, so that one
-broken entry errors alone while the rest of the benchmark runs.
+Each module here registers its loader with `@loader` (`engine/spec.py`'s `LOADERS`), which a spec names
+in `loader:`; this module imports none of them. A loader returns `Sample`s, or `BadSample`s for entries
+it could not read, so that one broken entry errors alone while the rest of the benchmark runs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Callable
 
 from pytest_mllm.echo import printable
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, read_subset
+from pytest_mllm.engine.spec import LOADERS, BenchmarkSpec, SpecError, read_subset
 from pytest_mllm.sample import BadSample, Sample
 
 Loaded = list[Sample | BadSample]
-Loader = Callable[[BenchmarkSpec, "Path | None"], Loaded]
-
-
-def _loader(name: str) -> Loader:
-    if name == "mme":
-        from pytest_mllm.loaders.mme import load_mme_folder
-
-        return load_mme_folder
-    if name == "mme_results":
-        from pytest_mllm.loaders.mme import load_mme_results_folder
-
-        return load_mme_results_folder
-    if name == "tsv":
-        from pytest_mllm.loaders.tsv import load_tsv
-
-        return load_tsv
-    if name == "jsonl":
-        from pytest_mllm.loaders.jsonl import load_jsonl
-
-        return load_jsonl
-    if name == "parquet":
-        from pytest_mllm.loaders.parquet import load_parquet
-
-        return load_parquet
-    if name == "vqa":
-        from pytest_mllm.loaders.vqa import load_vqa
-
-        return load_vqa
-    if name == "shapes":
-        from pytest_mllm.loaders.shapes import build_samples
-
-        return lambda spec, root: list(build_samples(spec.name, **spec.loader_options))
-    if name == "vrp_shapes":
-        from pytest_mllm.loaders.vrp_shapes import build_vrp_samples
-
-        return lambda spec, root: list(build_vrp_samples(spec.name, **spec.loader_options))
-    raise SpecError(f"{name!r} is not a known loader")
-
-
-# The `loader_options` keys each loader reads; any other key is a spec error (a misspelled `split`
-# would otherwise run every split).
-OPTION_KEYS: dict[str, tuple[str, ...]] = {
-    "mme": (), "mme_results": (), "jsonl": (),
-    "tsv": ("split", "task", "task_column", "task_separator", "task_names", "question_type_column", "split_tasks"),
-    "parquet": ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells"),
-    "vqa": ("per_dataset", "seed", "picks"),
-    "shapes": ("images_per_task", "seed"),
-    "vrp_shapes": ("sources", "seed"),
-}
 
 
 def check_loader_options(spec: BenchmarkSpec) -> None:
@@ -71,7 +22,7 @@ def check_loader_options(spec: BenchmarkSpec) -> None:
     it most likely meant."""
     import difflib
 
-    known = OPTION_KEYS.get(spec.loader, ())
+    known = tuple(LOADERS.get(spec.loader).options)
     for key in spec.loader_options:
         if key in known:
             continue
@@ -108,7 +59,7 @@ def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:
     """
     check_loader_options(spec)
     try:
-        samples = _loader(spec.loader)(spec, root)
+        samples = LOADERS.get(spec.loader).load(spec, root)
     except UnicodeDecodeError as exc:
         where = root / spec.data_file if root is not None and spec.data_file else root or spec.path
         raise SpecError(f"benchmark {spec.name!r}: a data file under {where} is not UTF-8 text "

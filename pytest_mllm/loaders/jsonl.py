@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.echo import json_loads
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"id", "task", "question", "answer", "image", "images", "answer_type", "choices",
@@ -43,7 +44,7 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                entries.append((number, json.loads(line)))
+                entries.append((number, json_loads(line)))
             except json.JSONDecodeError as exc:
                 entries.append((number, exc))
             except RecursionError:  # thousands of nested brackets: this line errors alone
@@ -51,6 +52,7 @@ def _entries(path: Path) -> list[tuple[int, Any]]:
     return entries
 
 
+@loader("jsonl", about="JSON Lines or a YAML list of samples, for users' own benchmarks", data_file="")
 def load_jsonl(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of `data.file` (relative to the data root), in file order."""
     assert root is not None

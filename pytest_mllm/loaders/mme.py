@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.loaders.mme_results import read_mme_results
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
@@ -24,6 +24,7 @@ def task_folders(root: Path, order: tuple[str, ...]) -> list[Path]:
     ]
 
 
+@loader("mme", about="MME's release folder")
 def load_mme_folder(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of every subtask folder under `root`, ids like `existence::0001.jpg::q2`."""
     assert root is not None
@@ -73,6 +74,7 @@ def _pair(benchmark: str, task: str, qa_file: Path, image_dir: Path, root: Path)
     return out
 
 
+@loader("mme_results", about="MME's results format")
 def load_mme_results_folder(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Questions and ground truth of an MME *results* folder, paired by consecutive lines
     exactly as MME's script pairs them (so another tool's outputs can be rescored)."""

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm.loaders.mme_results import write_mme_results
-from pytest_mllm.sections import OutputFile, Section, register
+from pytest_mllm.sections import OutputFile, Section, register_section
 
 
 class MmeResultsSection(Section):
-    name = "mme_results"
     title = "MME results files"
     outputs = (OutputFile("--mllm-mme-results", folder=True),)
 
@@ -21,4 +20,4 @@ class MmeResultsSection(Section):
         return None
 
 
-register(MmeResultsSection())
+register_section("mme_results", MmeResultsSection())

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_mllm.engine.images import check_relative
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.loaders.cells import NA_WORDS, read_column
 from pytest_mllm.loaders.inline_options import split_options
 from pytest_mllm.sample import BadSample, ImageRef, Sample
@@ -72,7 +72,12 @@ from pytest_mllm.sample import BadSample, ImageRef, Sample
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLUMN_KEYS = ("id", "question", "answer", "task", "category", "image", "choices", "hint", "references",
                "l2_category", "question_type")
-OPTION_KEYS = ("split", "config", "task", "columns", "answers", "options_in_question", "where", "answer_is", "cells")
+OPTIONS = {  # the loader_options keys it reads → what a value is
+    "split": "", "config": "a name, or * for every config as a task", "task": "",
+    "columns": "{" + ", ".join(("id (a column or a list joined with _)", *COLUMN_KEYS[1:])) + "}",
+    "answers": "{cell: answer}", "options_in_question": "options written in the question text",
+    "where": "{column: value or [values]}: rows kept", "answer_is": "", "cells": ""}
+OPTION_KEYS = tuple(OPTIONS)
 ANSWER_READINGS = ("letter", "index", "text", "as_written")  # loader_options.answer_is: a choice answer's reading
 MULTIPLE_CHOICE = "multiple-choice"  # columns.question_type: the cell of a choice question (MMMU's word)
 CELL_READINGS = ("pandas", "as_stored")  # loader_options.cells: the reference's reading of the text cells
@@ -80,6 +85,8 @@ _DEFAULT_COLUMNS: dict[str, Any] = {"question": "question", "answer": "answer", 
 _SPLIT_FILE = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:[-_]\d{5}-of-\d{5})?(?:[-_][0-9a-f]{8,})?$")
 
 
+@loader("parquet", about="a Hugging Face dataset folder or parquet files: lmms-eval's datasets", options=OPTIONS,
+        data_file="a file or glob, overriding the dataset card's files")
 def load_parquet(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of the chosen split's parquet files, in file and row order."""
     assert root is not None

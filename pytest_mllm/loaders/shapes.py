@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from PIL import Image, ImageDraw
 
+from pytest_mllm.engine.spec import BenchmarkSpec, loader
 from pytest_mllm.sample import ImageRef, Sample
 
 TASKS = ("existence", "count", "color", "position", "choice")
@@ -188,6 +189,12 @@ def build_samples(
         for index in range(images_per_task):
             samples.extend(_image_samples(benchmark, task, index, seed))
     return samples
+
+
+@loader("shapes", about="bundled, drawn on the spot", generated=True, options={"images_per_task": "", "seed": ""})
+def load_shapes(spec: BenchmarkSpec, root: object = None) -> list[Sample]:
+    """The spec's benchmark drawn with its `loader_options`."""
+    return build_samples(spec.name, **spec.loader_options)
 
 
 def _image_samples(benchmark: str, task: str, index: int, seed: int) -> list[Sample]:

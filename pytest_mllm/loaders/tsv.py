@@ -48,7 +48,7 @@ from typing import BinaryIO, NamedTuple
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.loaders.cells import read_column
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _OPTION_LETTERS = string.ascii_uppercase  # VLMEvalKit reads every column A … Z as an option
@@ -214,6 +214,10 @@ def cell_list(cell: str, field: str) -> list[str]:
     return [item.strip() for item in items]
 
 
+@loader("tsv", about="a table with base64 images: VLMEvalKit's released files", data_file="",
+        options={"split": "", "task": "", "task_column": "", "task_separator": "",
+                 "task_names": "the tasks the reference scores", "question_type_column": "",
+                 "split_tasks": "the split cell is the task"})
 def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of `data.file` (relative to the data root), one per row, in file order."""
     assert root is not None

@@ -34,12 +34,12 @@ Ability-level benchmark, not Tiny LVLM-eHub's 50.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_mllm.echo import json_loads
 from pytest_mllm.engine.images import ImageError, resolve_inside
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
 
 _FIELDS = {"question_id", "id", "image", "image_path", "question", "answers", "answer", "gt_answers",
@@ -70,6 +70,7 @@ def capability_group(dataset: str) -> str | None:
     return next((group for group, names in TINY_LVLM_GROUPS.items() if dataset in names), None)
 
 
+@loader("vqa", about="Tiny LVLM-eHub JSON", data_file="", options={"per_dataset": "", "seed": "", "picks": ""})
 def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of the JSON list `data.file` (relative to the data root), subsampled per task if asked."""
     assert root is not None
@@ -80,7 +81,7 @@ def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     if not path.is_file():
         raise SpecError(f"benchmark {spec.name!r}: samples file not found: {path}")
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json_loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise SpecError(f"benchmark {spec.name!r}: {path} is not valid JSON: {exc}") from None
     if not isinstance(entries, list):

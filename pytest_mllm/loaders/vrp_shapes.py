@@ -22,6 +22,7 @@ import random
 from PIL import Image, ImageDraw
 
 from pytest_mllm.loaders.shapes import BACKGROUND, COLORS, KINDS, Shape, draw_shape
+from pytest_mllm.engine.spec import BenchmarkSpec, loader
 from pytest_mllm.sample import ImageRef, Sample
 
 SIZE = 360
@@ -96,6 +97,12 @@ def location_of(shape: Shape) -> str:
 def build_vrp_samples(benchmark: str = "vrp_shapes", sources: int = 24, seed: int = 0) -> list[Sample]:
     """`sources` source samples (no variants yet), alternating colour and shape questions."""
     return [_source(benchmark, index, seed) for index in range(sources)]
+
+
+@loader("vrp_shapes", about="bundled, drawn on the spot", generated=True, options={"sources": "", "seed": ""})
+def load_vrp_shapes(spec: BenchmarkSpec, root: object = None) -> list[Sample]:
+    """The spec's benchmark drawn with its `loader_options`."""
+    return build_vrp_samples(spec.name, **spec.loader_options)
 
 
 def _source(benchmark: str, index: int, seed: int) -> Sample:

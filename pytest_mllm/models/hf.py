@@ -14,10 +14,10 @@ from typing import Any, Sequence
 import torch
 from transformers import AutoModelForImageTextToText
 
-from pytest_mllm.models.hf_inputs import load_conventions, load_processor, model_inputs
+from pytest_mllm.models.hf_inputs import load_conventions, load_processor, model_inputs, too_many_images
 from pytest_mllm.models.identity import hf_identity, looks_like_path
 from pytest_mllm.models.model_args import ModelArgs, check_processor_keys, max_memory_map
-from pytest_mllm.sample import Request, Response
+from pytest_mllm.sample import Request, Response, Sample
 
 _DTYPES: dict[str, torch.dtype] = {
     "bf16": torch.bfloat16,
@@ -87,6 +87,26 @@ def accepted_processor_settings(processor: Any) -> set[str]:
     return accepted
 
 
+PROBE_TOKENS = 16
+
+
+class FamilyRefused(ValueError):
+    """The checkpoint's family is one pytest-mllm does not run (models/families.py says why)."""
+
+
+class ModelAnswersNothing(RuntimeError):
+    """The model loaded but fails, or answers '', on a first test question."""
+
+
+def is_encoder_decoder(config: Any) -> bool:
+    """True when `generate` returns decoder tokens only: the model, or the language model inside it, is an
+    encoder-decoder."""
+    if getattr(config, "is_encoder_decoder", False):
+        return True
+    text = getattr(config, "text_config", None)
+    return bool(getattr(text, "is_encoder_decoder", False))
+
+
 class HFModel:
     """A transformers image-text-to-text model (local folder or hub repo id) as a `Model`."""
 
@@ -122,6 +142,8 @@ class HFModel:
         placement = _placement(loading, self.device, gpus_per_worker)
         try:
             self.conventions = load_conventions(target, trust_remote_code=trust_remote_code)
+            if self.conventions.refused:
+                raise FamilyRefused(f"{source!r} cannot be run on a benchmark: {self.conventions.refused}")
             files = {k: v for k, v in loading.items() if k in ("revision", "subfolder")}
             self.processor = load_processor(target, trust_remote_code=trust_remote_code, processor_kwargs={
                 **self.conventions.processor_kwargs, **files, **self.model_args.processor})
@@ -139,6 +161,12 @@ class HFModel:
                 f"first (e.g. `hf download {source}`)."
             )
             raise OSError(f"could not load model {source!r}: {e}\n{hint}") from e
+        except Exception as e:
+            if type(e).__name__ != "SafetensorError":
+                raise
+            where = repr(source) if target == source else f"{source!r} ({target})"
+            raise OSError(f"could not read the weights of model {where}: {e}; a weights file is truncated or "
+                          "corrupt: copy or download the model again") from None
         if "device_map" in placement:  # accelerate placed the weights: inputs go where the first layers are
             self.device = execution_device(self.model)
         else:
@@ -149,6 +177,41 @@ class HFModel:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._folder = location
+        self._generation = self._generation_arguments()
+        self._probe()
+
+    def _generation_arguments(self) -> dict[str, Any]:
+        """`generate`'s arguments beyond greedy decoding: the family's extra stop tokens and banned tokens."""
+        if self.model.generation_config.pad_token_id is None:  # some families' generate() passes it on itself
+            self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
+        arguments: dict[str, Any] = {}
+        token_id = self.tokenizer.convert_tokens_to_ids
+        if self.conventions.stop_tokens:
+            eos = self.model.generation_config.eos_token_id
+            eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+            arguments["eos_token_id"] = eos + [token_id(t) for t in self.conventions.stop_tokens]
+        if self.conventions.banned_tokens:
+            arguments["bad_words_ids"] = [[token_id(t)] for t in self.conventions.banned_tokens]
+        return arguments
+
+    def _probe(self) -> None:
+        """Ask one question about a plain picture before any sample: a model that crashes on it, or answers
+        nothing, would do the same on every sample, so it fails here, once, as a load failure."""
+        from PIL import Image
+
+        sample = Sample(id="probe", benchmark="load check", task="", question="", answer="")
+        picture = Image.new("RGB", (64, 48), (200, 40, 40))
+        request = Request(sample, "What colour is this picture? Describe it.", [picture], max_new_tokens=PROBE_TOKENS)
+        try:
+            response = self.generate([request])[0]
+        except Exception as exc:
+            raise ModelAnswersNothing(f"{self.name!r} loaded but failed on a first test question "
+                                      f"({type(exc).__name__}: {exc}); it would fail the same way on every sample") from exc
+        if not response.text.strip():
+            raise ModelAnswersNothing(
+                f"{self.name!r} loaded but answered '' to a first test question ({PROBE_TOKENS} new tokens allowed): "
+                "it would answer nothing to every sample, so no score is computed. Its processor or its generation "
+                "settings (generation_config.json) do not match what this family's documented usage expects")
 
     def _check_chat_template(self, target: str) -> None:
         """Refuse a processor without a chat template where the family needs one: prompts could not be rendered."""
@@ -178,19 +241,34 @@ class HFModel:
                            self.model_args.loading.get("revision"))
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        """Answer all requests in one left-padded, greedy `generate` call."""
-        if not requests:
-            return []
+        """Answer all requests in one left-padded, greedy `generate` call; a request with more images than
+        the family takes is answered with an error instead."""
+        refusals = [too_many_images(r, self.conventions) for r in requests]
+        answerable = [r for r, why in zip(requests, refusals) if why is None]
+        if self.conventions.one_at_a_time:
+            answers = iter([a for r in answerable for a in self._answer([r])])
+        else:
+            answers = iter(self._answer(answerable) if answerable else [])
+        return [Response(text="", error=why) if why else next(answers) for why in refusals]
+
+    def _answer(self, requests: Sequence[Request]) -> list[Response]:
         start = time.perf_counter()
         inputs = model_inputs(self.processor, requests, self.conventions).to(self.device, dtype=self.dtype)
         with torch.inference_mode():
-            output = self.model.generate(
-                **inputs,
-                do_sample=False,
-                max_new_tokens=max(r.max_new_tokens for r in requests),
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        answers = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+            output = self.model.generate(**inputs, do_sample=False, max_new_tokens=max(r.max_new_tokens for r in requests),
+                                         **self._generation)
+        answers = self.processor.batch_decode(self._new_tokens(output, inputs), skip_special_tokens=True)
         latency = (time.perf_counter() - start) / len(requests)
         return [Response(text=a.strip(), latency_s=latency) for a in answers]
+
+    def _new_tokens(self, output: torch.Tensor, inputs: Any) -> torch.Tensor:
+        """What `generate` added: a decoder-only model returns the prompt and then its answer; an
+        encoder-decoder (T5Gemma 2, Florence-2, BLIP-2 with Flan-T5), or a model given no text, only the answer."""
+        prompt = inputs.get("input_ids")
+        if prompt is None or is_encoder_decoder(self.model.config):
+            return output
+        length = prompt.shape[1]
+        if output.shape[1] < length or not torch.equal(output[:, :length], prompt.to(output.device)):
+            raise RuntimeError(f"{self.name!r}: generate() returned sequences that do not begin with the prompt, so "
+                               "the answer cannot be told apart from it; this family's output is not supported")
+        return output[:, length:]

@@ -7,24 +7,32 @@ Needs torch and transformers (the `hf` extra); imported by `models/hf.py` only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+import inspect
+import threading
+from functools import cache, wraps
 from typing import Any
 
 from pytest_mllm.models.families import Conventions, conventions_for
 from pytest_mllm.sample import Request
 
 _VIDEO = "video_processor"
+_BUILDING = threading.local()  # set while a processor without its video part runs its family's __init__
+_IMAGES = "\x00images\x00"  # where an interleaved prompt's images go
 
 
 class _AbsentVideoPart:
     """Where a processor keeps its video processor: absent, for image benchmarks.
 
-    Families whose chat-template code reads the video sampling defaults (SmolVLM's `num_frames`
-    and `fps`) find none set, as for a request without video; anything else is an error that says why.
+    Families that read video settings find none: SmolVLM's chat-template code its sampling defaults
+    (`num_frames`, `fps`), as for a request without video; MiniCPM-V's processor its slicing settings
+    as it is built; ERNIE's saving its font file. Anything else is an error that says why.
     """
 
     num_frames = None
     fps = None
+    slice_mode = None
+    downsample_mode = None
+    font = ""
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"this processor was built without its video part (no `{name}`): "
@@ -32,6 +40,9 @@ class _AbsentVideoPart:
 
     def __bool__(self) -> bool:
         return False
+
+
+_ABSENT = _AbsentVideoPart()
 
 
 @cache
@@ -46,15 +57,46 @@ def image_only(processor_class: type) -> type:
         return processor_class
 
     def get_attributes(cls: type) -> list[str]:
-        return [a for a in processor_class.get_attributes() if a != _VIDEO]
+        attributes = processor_class.get_attributes()
+        return attributes if getattr(_BUILDING, "active", False) else [a for a in attributes if a != _VIDEO]
+
+    @wraps(processor_class.__init__)  # its signature is the family's: saving reads the settings it names
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        # the family's __init__ hands its parts to ProcessorMixin by position, the video processor among them
+        # (first, for Video-LLaVA and LLaVA-NeXT-Video): while it runs, the attributes are the family's own
+        given = inspect.signature(processor_class.__init__).bind_partial(self, *args, **kwargs)
+        if given.arguments.get(_VIDEO) is None:
+            given.arguments[_VIDEO] = _ABSENT
+        _BUILDING.active = True
+        try:
+            processor_class.__init__(*given.args, **given.kwargs)
+        finally:
+            _BUILDING.active = False
+        self.__dict__.pop(_VIDEO, None)  # not saved: the class's absent part shows through
+
+    def check_argument_for_proper_class(self: Any, name: str, argument: Any) -> Any:
+        if name == _VIDEO and (argument is None or argument is _ABSENT):
+            return None
+        return processor_class.check_argument_for_proper_class(self, name, argument)
 
     def from_args_and_dict(cls: type, args: Any, processor_dict: dict[str, Any], **kwargs: Any) -> Any:
-        # some families' __init__ require the argument
-        return processor_class.from_args_and_dict.__func__(cls, args, processor_dict, **{_VIDEO: None, **kwargs})
+        # what ProcessorMixin.from_args_and_dict does, with the parts by name (the wrapped __init__ hides the
+        # family's parameter names from it): the saved settings the family's __init__ names, over them `kwargs`
+        return_unused = kwargs.pop("return_unused_kwargs", False)
+        parts = dict(zip(get_attributes(cls), args))
+        named = [name for name, parameter in inspect.signature(processor_class.__init__).parameters.items()
+                 if name != "self" and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
+        settings = {k: v for k, v in {**processor_dict, **kwargs}.items()
+                    if k not in parts and k not in (_VIDEO, "auto_map", "processor_class")}
+        processor = cls(**parts,
+                        **{k: v for k, v in settings.items() if k in named})
+        unused = {k: v for k, v in settings.items() if k not in named}
+        return (processor, unused) if return_unused else processor
 
     return type(processor_class.__name__, (processor_class,), {
-        "from_args_and_dict": classmethod(from_args_and_dict), "get_attributes": classmethod(get_attributes),
-        _VIDEO: _AbsentVideoPart(), "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
+        "__init__": __init__, "from_args_and_dict": classmethod(from_args_and_dict),
+        "get_attributes": classmethod(get_attributes), "check_argument_for_proper_class": check_argument_for_proper_class,
+        _VIDEO: _ABSENT, "__module__": processor_class.__module__, "__doc__": processor_class.__doc__})
 
 
 def load_processor(target: str, *, trust_remote_code: bool = False,
@@ -92,9 +134,9 @@ def _processor_class(target: str, trust_remote_code: bool) -> type | None:
 
 def messages(request: Request, conventions: Conventions) -> list[dict[str, Any]]:
     """The chat of one request: an optional system turn, then a user turn of images and text
-    placed as the family's conventions say."""
+    placed as the family's conventions say (the text: the prompt, or the family's task prompt)."""
     images = [{"type": "image", "image": image} for image in request.images]
-    text = [{"type": "text", "text": request.prompt}]
+    text = [{"type": "text", "text": prompt_text(request, conventions, images="") or ""}]
     content = images + text if conventions.images_before_text else text + images
     chat: list[dict[str, Any]] = []
     if conventions.system_prompt is not None:
@@ -108,15 +150,56 @@ def model_inputs(processor: Any, requests: Sequence[Request], conventions: Conve
 
     With a chat template: `processor.apply_chat_template(chats, add_generation_prompt=True,
     tokenize=True, return_dict=True)`, which adds no second BOS to a template that writes one.
-    Without (PaliGemma): `processor(text=prefix + prompt, images=…)`, as its model card shows.
+    Without: `processor(text=…, images=…)` with the text the model card shows (`prompt_text`), the
+    images of each prompt as a list (one image: the image itself), or IDEFICS' interleaved prompts.
     """
+    inputs = _inputs(processor, requests, conventions)
+    for name in conventions.dropped_inputs:
+        inputs.pop(name, None)
+    return inputs
+
+
+def _inputs(processor: Any, requests: Sequence[Request], conventions: Conventions) -> Any:
     if conventions.chat_template:
         chats = [messages(r, conventions) for r in requests]
         return processor.apply_chat_template(chats, add_generation_prompt=True, tokenize=True, return_dict=True,
-                                             return_tensors="pt", processor_kwargs={"padding": True})
-    texts = [conventions.prompt_prefix + r.prompt for r in requests]
-    images = [list(r.images) for r in requests] if any(r.images for r in requests) else None
-    return processor(text=texts, images=images, padding=True, return_tensors="pt")
+                                             return_tensors="pt",
+                                             processor_kwargs={"padding": True, **conventions.call_kwargs})
+    if conventions.interleaved:
+        return processor(text=[_interleave(prompt_text(r, conventions, images=_IMAGES), r.images) for r in requests],
+                         padding=True, return_tensors="pt", **conventions.call_kwargs)
+    texts = [prompt_text(r, conventions) for r in requests]
+    images: list[Any] | None = None
+    if any(r.images for r in requests):
+        images = [r.images[0] if conventions.max_images == 1 else list(r.images) for r in requests]
+    if texts[0] is None:
+        return processor(images=images, return_tensors="pt", **conventions.call_kwargs)
+    return processor(text=texts, images=images, padding=True, return_tensors="pt", **conventions.call_kwargs)
+
+
+def prompt_text(request: Request, conventions: Conventions, images: str | None = None) -> str | None:
+    """The text a family without a chat template is given: its prompt format with the request's prompt, and
+    `images` (default: the family's image placeholder once per image) where the format says "{images}"
+    (None: the family takes no text)."""
+    if conventions.prompt_format is None:
+        return None
+    marks = conventions.image_placeholder * len(request.images) if images is None else images
+    return conventions.prompt_format.replace("{images}", marks).replace("{prompt}", request.prompt)
+
+
+def _interleave(text: str | None, images: Sequence[Any]) -> list[Any]:
+    """IDEFICS' prompt list: the text around `_IMAGES` (where the format said "{images}") with the images between."""
+    before, _, after = (text or "").partition(_IMAGES)
+    return [piece for piece in (before, *images, after) if not isinstance(piece, str) or piece]
+
+
+def too_many_images(request: Request, conventions: Conventions) -> str | None:
+    """Why the family cannot take this request's images (None: it can)."""
+    limit = conventions.max_images
+    if limit is None or len(request.images) <= limit:
+        return None
+    return (f"this family takes {limit} image{'s' if limit != 1 else ''} per prompt and the sample has "
+            f"{len(request.images)} (models/families.py: max_images)")
 
 
 def load_conventions(target: str, *, trust_remote_code: bool = False) -> Conventions:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,10 +81,18 @@ def split_pairs(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _value(text: str) -> Any:
+def _value(key: str, text: str, source: str) -> Any:
+    """The value of `key=text`: its JSON value, else the text; a value JSON cannot hold in memory (thousands
+    of nested brackets, a number of more digits than Python converts) is a ModelArgsError naming the key."""
     try:
         return json.loads(text)
-    except ValueError:
+    except RecursionError:
+        raise ModelArgsError(f"{source}: the value of {key!r} is nested too deeply to read (thousands of brackets); "
+                             "give a flat value") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's limit on the digits of an integer
+            raise ModelArgsError(f"{source}: the value of {key!r} holds a number of more than "
+                                 f"{sys.get_int_max_str_digits()} digits; give a smaller number") from None
         return text
 
 
@@ -96,7 +106,7 @@ def parse_model_args(texts: Iterable[str], source: str = "--mllm-model-args") ->
             if not sep or not key or not key.isidentifier():
                 raise ModelArgsError(f"{source}: {pair[:80]!r} is not key=value (e.g. {source}=revision=main,"
                                      "max_pixels=802816)")
-            values[key] = _value(raw.strip())
+            values[key] = _value(key, raw.strip(), source)
     for forbidden, instead in (("trust_remote_code", "--mllm-trust-remote-code"), ("device", "--mllm-device")):
         if forbidden in values:
             raise ModelArgsError(f"{source}: {forbidden!r} is set by {instead}, not here")
@@ -118,6 +128,24 @@ def _check_loading_value(key: str, value: Any, source: str) -> None:
         ok = isinstance(value, str) and bool(value)
     if not ok:
         raise ModelArgsError(f"{source}: {key}={json.dumps(value)[:80]} is not {wanted}")
+    if key == "max_memory":
+        for device, size in value.items():
+            if not _is_size(size):
+                raise ModelArgsError(f"{source}: max_memory[{json.dumps(device)}]={json.dumps(size)[:40]} is not a size: "
+                                     "give a whole number of bytes (0 or more) or a number with a unit, GiB, MiB, KiB, "
+                                     'GB, MB or KB, e.g. {"0": "20GiB", "cpu": "60GiB"}')
+
+
+_SIZE = re.compile(r"(?i)\s*\d+(?:\.\d*)?\s*(?:gib|mib|kib|gb|mb|kb)\s*")
+
+
+def _is_size(size: Any) -> bool:
+    """A size accelerate reads for max_memory: bytes (an integer, 0 or more) or "<number><unit>"."""
+    if isinstance(size, bool):
+        return False
+    if isinstance(size, int):
+        return size >= 0
+    return isinstance(size, str) and _SIZE.fullmatch(size) is not None
 
 
 def max_memory_map(value: Mapping[str, Any]) -> dict[int | str, Any]:

@@ -6,7 +6,8 @@ import hashlib
 import json
 from typing import Any, Sequence
 
-from pytest_mllm.engine.chat import ChatResult, Message, image_content
+from pytest_mllm.engine.chat import ChatResult, Message
+from pytest_mllm.engine.encoded_images import EncodedImages
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.sample import Request, Response
 
@@ -21,6 +22,7 @@ class OpenAIModel:
     """
 
     needs_images = True
+    reads_images = True  # never changes them: samples sharing an image may share its decoding
 
     def __init__(self, model: str, endpoint: Endpoint) -> None:
         self.model = model
@@ -29,6 +31,7 @@ class OpenAIModel:
         self.client = endpoint.replica_client()
         self.client.check_reachable()
         self.server_info = self.client.model_info(model)  # what the server says of it (None: nothing)
+        self.images = EncodedImages()  # each image encoded once, whichever samples show it
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={self.client.base_url!r})"
@@ -40,17 +43,22 @@ class OpenAIModel:
         server's `GET /models` says of the model (its stable fields)."""
         return served_identity(self.name, self.client.base_url, self.revision, self.server_info)
 
-    @staticmethod
-    def messages(request: Request) -> list[Message]:
+    def messages(self, request: Request) -> list[Message]:
         """The chat messages sent for `request`."""
-        content = [image_content(image) for image in request.images]
+        content = [self.images.content(image) for image in request.images]
         content.append({"type": "text", "text": request.prompt})
         return [{"role": "user", "content": content}]
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """One response per request, in order; requests with the same token limit go out together."""
         results: list[ChatResult | Exception | None] = [None] * len(requests)
-        for max_tokens in sorted({r.max_new_tokens for r in requests}):
+        if len(requests) == 1:  # a served run's pipeline asks one at a time: on this thread, no pool of one
+            try:
+                results[0] = self.client.chat(self.model, self.messages(requests[0]), temperature=0.0,
+                                              max_tokens=requests[0].max_new_tokens)
+            except Exception as exc:  # noqa: BLE001 - this request's error, as chat_many returns it
+                results[0] = exc
+        for max_tokens in sorted({r.max_new_tokens for r in requests} if len(requests) > 1 else ()):
             indices = [i for i, r in enumerate(requests) if r.max_new_tokens == max_tokens]
             answers = self.client.chat_many(self.model, [self.messages(requests[i]) for i in indices],
                                             temperature=0.0, max_tokens=max_tokens)

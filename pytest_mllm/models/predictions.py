@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pytest_mllm.echo import clip
+from pytest_mllm.echo import json_loads
 from pytest_mllm.scoring.prediction_cells import MISSING, NA_WORDS
 
 XLSX_MAGIC = b"PK\x03\x04"  # an .xlsx file is a zip archive
@@ -189,7 +190,7 @@ def json_lines(path: Path, text: str, error: type[Exception], hint: str = "") ->
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                yield number, json.loads(line)
+                yield number, json_loads(line)
             except json.JSONDecodeError as exc:
                 raise error(f"{path}:{number}: not valid JSON ({exc}){hint}") from None
             except RecursionError:

@@ -10,6 +10,7 @@ sample. What only loading can show (a corrupt weights file) stops the run at the
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import sys
@@ -17,8 +18,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_mllm.models.registry import ALIASES
-from pytest_mllm.models.shapes_llava import is_shapes_llava
+from pytest_mllm.models.ref import ModelRef
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.endpoint import Endpoint
@@ -32,21 +32,17 @@ class ModelUnavailable(Exception):
     """The model under test cannot be loaded or reached; the message holds the reason and the fix."""
 
 
-def transformers_source(spec: str) -> str | None:
-    """The folder or hub id a transformers model spec loads from (None: not a transformers model)."""
-    kind, _, arg = spec.partition(":")
-    if kind == "hf" and arg:
-        return arg
-    if spec in ALIASES:
-        return ALIASES[spec]
-    if spec == "tiny-llava" or is_shapes_llava(spec):
-        return ""  # built or shipped by the package
-    return None
+def transformers_source(ref: ModelRef) -> str | None:
+    """The folder or hub id a transformers model loads from ("": built or shipped by the package; None: not
+    a transformers model)."""
+    entry = ref.entry
+    return entry.source(ref) if entry is not None and entry.source is not None else None
 
 
-def check_model(spec: str, endpoint: Endpoint, model_args: ModelArgs | None = None) -> None:
-    """Raise `ModelUnavailable` when the model named by `spec` surely cannot be used."""
-    source = transformers_source(spec)
+def check_model(ref: ModelRef, endpoint: Endpoint, model_args: ModelArgs | None = None) -> None:
+    """Raise `ModelUnavailable` when the model `ref` names surely cannot be used."""
+    spec = ref.raw
+    source = transformers_source(ref)
     if source is not None:
         _check_packages(spec, HF_PACKAGES, "pip install 'pytest-mllm[hf]' (on a GPU machine, install your CUDA "
                                            "build of torch first)")
@@ -56,7 +52,7 @@ def check_model(spec: str, endpoint: Endpoint, model_args: ModelArgs | None = No
     if model_args:
         raise ModelUnavailable(f"--mllm-model-args applies to transformers models (an alias, hf:…, tiny-llava, "
                                f"shapes-llava), not to --mllm={spec}")
-    if spec.startswith("openai:"):
+    if ref.served:
         _check_endpoint(spec, endpoint)
 
 
@@ -79,6 +75,12 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
         if not (folder / subfolder / "config.json").is_file():
             raise ModelUnavailable(f"--mllm={spec}: {folder / subfolder} holds no config.json, so it is not a "
                                    "transformers model folder; pass the folder that save_pretrained() wrote")
+        for weights in sorted((folder / subfolder).glob("*.safetensors")):
+            problem = safetensors_problem(weights)
+            if problem is not None:
+                raise ModelUnavailable(f"--mllm={spec}: the weights file {weights.name} in {folder / subfolder} {problem}; "
+                                       "copy or download the model again")
+        _check_family(spec, folder / subfolder)
         return
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         from pytest_mllm.models.identity import hub_commit
@@ -88,6 +90,48 @@ def _check_transformers_source(spec: str, source: str, model_args: ModelArgs | N
             raise ModelUnavailable(f"--mllm={spec}: {source} is not in the Hugging Face cache and HF_HUB_OFFLINE is "
                                    f"set; download it first (`hf download {source}`), or pass a local folder "
                                    "with hf:/path/to/folder")
+    revision = model_args.loading.get("revision") if model_args else None
+    from pytest_mllm.models.identity import try_cached
+
+    cached = try_cached(source, "config.json", revision)
+    if isinstance(cached, str):
+        _check_family(spec, Path(cached).parent)
+
+
+def _check_family(spec: str, folder: Path) -> None:
+    """A family pytest-mllm does not run (models/families.py) is refused with its reason, before loading."""
+    from pytest_mllm.models.families import conventions_for, folder_model_type
+
+    model_type = folder_model_type(folder)
+    refused = conventions_for(model_type).refused
+    if refused:
+        raise ModelUnavailable(f"--mllm={spec}: its family ({model_type}) cannot be run on a benchmark: {refused}")
+
+
+_LONGEST_HEADER = 100_000_000  # bytes; safetensors itself refuses longer headers
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """Why a safetensors file cannot be whole (its header unreadable, or the file shorter than the tensors
+    its header places), without reading the tensors; None when it looks whole."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if size < 8 or length > min(size - 8, _LONGEST_HEADER):
+                return f"is truncated or no safetensors file ({size} bytes, too short for the header it announces)"
+            header = json.loads(handle.read(length))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except (ValueError, RecursionError):
+        return "has a header that is not valid JSON (the file is truncated or corrupt)"
+    ends = [entry["data_offsets"][1] for name, entry in (header.items() if isinstance(header, dict) else ())
+            if name != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)
+            and len(entry["data_offsets"]) == 2 and isinstance(entry["data_offsets"][1], int)]
+    needed = 8 + length + max(ends, default=0)
+    if size < needed:
+        return f"is truncated: {size} bytes, where its header places tensors up to byte {needed}"
+    return None
 
 
 def _check_endpoint(spec: str, endpoint: Endpoint) -> None:

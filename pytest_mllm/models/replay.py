@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from pytest_mllm.echo import json_loads
 from pytest_mllm.loaders.mme_results import read_mme_results
 from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, Recorded, is_lmms_eval_record,
                                             json_lines, is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
@@ -86,7 +87,7 @@ class ReplayModel:
         except (OSError, UnicodeDecodeError) as exc:
             raise ReplayFileError(f"replay recording {path} cannot be read: {exc} ({_formats_hint()})") from None
         try:
-            document = json.loads(text)
+            document = json_loads(text)
         except (json.JSONDecodeError, RecursionError):
             document = None  # not one JSON document: JSON Lines, a TSV, or nothing we read
         first = _first_line(text)
@@ -199,7 +200,7 @@ def _first_line(text: str) -> str:
 def _json_or_none(line: str) -> Any:
     """The line's JSON value, None when it is not JSON."""
     try:
-        return json.loads(line)
+        return json_loads(line)
     except (json.JSONDecodeError, RecursionError):
         return None
 

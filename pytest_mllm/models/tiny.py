@@ -128,6 +128,15 @@ def _build(folder: Path) -> None:
     """Write the tiny LLaVA's processor and weights to `folder`."""
     import torch
 
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_SEED)
+        model, processor = tiny_llava_parts()
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+
+
+def tiny_llava_parts() -> tuple[Any, Any]:
+    """The tiny LLaVA and its processor (seed torch first)."""
     tokenizer = bpe_tokenizer(_CORPUS)
     processor = llava_processor(tokenizer, image_size=_IMAGE_SIZE, patch_size=_PATCH_SIZE)
     config = llava_config(tokenizer, image_size=_IMAGE_SIZE, patch_size=_PATCH_SIZE,
@@ -135,11 +144,7 @@ def _build(folder: Path) -> None:
                                   "num_attention_heads": 2},
                           text={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                                 "num_attention_heads": 4, "num_key_value_heads": 2})
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_SEED)
-        model = untrained_llava(config, tokenizer).eval()
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
+    return untrained_llava(config, tokenizer).eval(), processor
 
 
 # -- the recipe, shared with the scripts that build bigger or trained LLaVAs --------------------------

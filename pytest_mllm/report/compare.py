@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from markupsafe import Markup
 
 from pytest_mllm import sections
+from pytest_mllm.echo import markup_text
 from pytest_mllm.report.html import (
     CHARTS_MISSING,
     Card,
@@ -74,9 +75,12 @@ def _shape_problem(document: Any) -> str | None:
 def compare(documents: Sequence[Document], labels: Sequence[str], max_drops: Sequence[Gate] = ()) -> dict[str, Any]:
     """Runs side by side: flat metrics per benchmark, deltas against the first run, flipped samples.
 
-    Per benchmark, `metrics[key]`, `deltas[key]`, `versions` and `scopes` have one entry per run
-    (None where a run lacks the metric; the base's delta is None). Flips are matched by benchmark
-    and sample id. `max_drops` are regression limits checked for each later run against the first.
+    Per benchmark, `metrics[key]`, `deltas[key]`, `versions`, `scopes` and `data` (the digest of the data
+    read) have one entry per run (None where a run lacks the metric; the base's delta is None), and
+    `data_changed` says for each later run whether it read other data than the first (its deltas are
+    then a data change, not the model's). Flips are matched by benchmark and sample id, among the samples
+    whose inputs are equal in both runs (`record.same_input`). `max_drops` are regression limits checked
+    for each later run against the first; on changed data they are "not run" and say so.
     """
     if len(documents) != len(labels) or len(documents) < 2:
         raise ValueError("compare needs two or more documents and one label each")
@@ -94,16 +98,19 @@ def compare(documents: Sequence[Document], labels: Sequence[str], max_drops: Seq
             "deltas": {key: [None, *(_delta(values[0], v) for v in values[1:])] for key, values in metrics.items()},
             "scopes": [run.get("scopes") or {} for run in runs],
             "intervals": [run.get("intervals") or {} for run in runs],
+            "data": [(run.get("data") or {}).get("digest") for run in runs],
         }
+        digests = benchmarks[name]["data"]
+        benchmarks[name]["data_changed"] = [None, *(bool(digests[0] and d and d != digests[0]) for d in digests[1:])]
     flips: list[dict[str, Any]] = []
     counts: dict[str, dict[str, int]] = {}
     pairings = {label: _pairing(base, doc) for label, doc in zip(labels[1:], documents[1:])}
     for name in names:
         benchmarks[name]["paired"] = {label: _paired_summary(pairing(name)) for label, pairing in pairings.items()}
     for label, doc in zip(labels[1:], documents[1:]):
-        run_flips, compared = _flips(base, doc, label)
+        run_flips, compared, changed = _flips(base, doc, label)
         flips += run_flips
-        counts[label] = {"compared": compared,
+        counts[label] = {"compared": compared, "changed_inputs": changed,
                          "regressed": sum(1 for f in run_flips if f["change"] == "regressed"),
                          "fixed": sum(1 for f in run_flips if f["change"] == "fixed")}
     return {
@@ -112,8 +119,19 @@ def compare(documents: Sequence[Document], labels: Sequence[str], max_drops: Seq
         "benchmarks": benchmarks,
         "flips": flips,
         "flip_counts": counts,
-        "gates": _regressions(documents, labels, max_drops, pairings),
+        "gates": _regressions(documents, labels, max_drops, pairings, benchmarks),
     }
+
+
+def data_change_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """One line per benchmark and later run that read other data than the first run."""
+    lines = []
+    for name, bench in comparison["benchmarks"].items():
+        for label, digest, changed in zip(comparison["labels"], bench.get("data") or (), bench.get("data_changed") or ()):
+            if changed:
+                lines.append(f"{name}: {label} ran on other data than {comparison['labels'][0]} (data digest {digest} "
+                             f"vs {bench['data'][0]}): its deltas are a data change, not the model's")
+    return lines
 
 
 def _pairing(base: Document, head: Document) -> Any:
@@ -149,14 +167,20 @@ def _run_summary(document: Document, label: str) -> dict[str, Any]:
             "benchmarks": {name: b.get("version") for name, b in document["benchmarks"].items()}}
 
 
-def _flips(base: Document, head: Document, label: str) -> tuple[list[dict[str, Any]], int]:
-    """Samples (by benchmark and id) correct in one run and not in the other; and how many were in both."""
+def _flips(base: Document, head: Document, label: str) -> tuple[list[dict[str, Any]], int, int]:
+    """Samples (by benchmark and id, their inputs equal in both runs) correct in one run and not in the other;
+    how many were compared; how many were in both runs with other inputs (left out)."""
+    from pytest_mllm.record import same_input
+
     before = {(r.get("benchmark"), r.get("id")): r for r in base.get("records") or ()}
     flips = []
-    compared = 0
+    compared = changed = 0
     for record in head.get("records") or ():
         old = before.get((record.get("benchmark"), record.get("id")))
         if old is None:
+            continue
+        if not same_input(old, record):
+            changed += 1
             continue
         compared += 1
         was, now = old.get("status") == "correct", record.get("status") == "correct"
@@ -170,12 +194,14 @@ def _flips(base: Document, head: Document, label: str) -> tuple[list[dict[str, A
             "before": {k: old.get(k) for k in ("status", "response", "parsed")},
             "after": {k: record.get(k) for k in ("status", "response", "parsed")},
         })
-    return flips, compared
+    return flips, compared, changed
 
 
 def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: Sequence[Gate],
-                 pairings: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The regression gate's verdicts for each later run against the first (statistical limits on the paired samples)."""
+                 pairings: Mapping[str, Any] | None = None,
+                 benchmarks: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The regression gate's verdicts for each later run against the first (statistical limits on the paired
+    samples); a limit on a benchmark whose data changed is "not run", marked `data_changed`."""
     if not limits:
         return []
     baseline = {name: dict(b["metrics"]) for name, b in documents[0]["benchmarks"].items()}
@@ -184,7 +210,15 @@ def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: S
         current = {name: dict(b["metrics"]) for name, b in doc["benchmarks"].items()}
         headlines = {name: b.get("headline") or "accuracy" for name, b in doc["benchmarks"].items()}
         paired = (pairings or {}).get(label) or _pairing(documents[0], doc)
+        run = labels.index(label)
         for v in evaluate_regressions(list(limits), current, baseline, headlines, paired):
+            bench = (benchmarks or {}).get(v.gate.benchmark) or {}
+            if (bench.get("data_changed") or [None] * (run + 1))[run]:
+                verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,
+                                 "verdict": "not run", "data_changed": True,
+                                 "note": f"the data changed (digest {bench['data'][run]} vs {bench['data'][0]}): "
+                                         "a data change, not a model's regression; compare runs on the same data"})
+                continue
             verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,
                              "verdict": v.verdict, "note": v.note})
     return verdicts
@@ -202,6 +236,8 @@ def _runs_section(comparison: Mapping[str, Any]) -> Section:
             ("pytest-mllm", [r["pytest_mllm"] or "–" for r in runs]),
             ("Python", [r["python"] or "–" for r in runs])]
     rows += [(f"{name} version", [_version(r["benchmarks"], name) for r in runs]) for name in names]
+    rows += [(f"{name} data", [digest or "–" for digest in comparison["benchmarks"][name].get("data") or ()])
+             for name in names]
     return Section("runs", "Runs", render("compare_runs.html.j2", labels=comparison["labels"], rows=rows))
 
 
@@ -362,7 +398,7 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
     table.add_column("metric", no_wrap=True)
     table.add_column("unit", no_wrap=True)
     for n, label in enumerate(labels):
-        table.add_column(label if n == 0 else f"{label} (Δ)", justify="right", no_wrap=True)
+        table.add_column(markup_text(label if n == 0 else f"{label} (Δ)"), justify="right", no_wrap=True)
     for name, bench in comparison["benchmarks"].items():
         headline = bench["headline"]
         groups = dict.fromkeys(g for scopes in bench["scopes"] for g in scopes.get("groups") or {})
@@ -374,7 +410,7 @@ def terminal_table(comparison: Mapping[str, Any]) -> Any:
             cells = [format_value(v, rate) + _plus_minus(intervals.get(key), rate)
                      + (f" ({format_delta(d, rate)})" if d is not None else "")
                      for v, d, intervals in zip(values, deltas or [], bench.get("intervals") or [{}] * len(values))]
-            table.add_row(f"{name}.{key}", unit_label(key, values, headline), *cells)
+            table.add_row(markup_text(f"{name}.{key}"), unit_label(key, values, headline), *cells)
     return table
 
 
@@ -415,6 +451,8 @@ def paired_rows(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
             shared = f"{paired['shared']} shared"
             if paired["only_base"] or paired["only_head"]:
                 shared += f"; left out: {len(paired['only_base'])} only in base, {len(paired['only_head'])} only in {label}"
+            if paired.get("changed_inputs"):
+                shared += f"; {len(paired['changed_inputs'])} left out: their inputs changed"
             for key in dict.fromkeys([headline, *groups, *(k for k in ("accuracy", "accuracy_plus", "score", "f1")
                                                             if k in paired["metrics"])]):
                 stat = paired["metrics"].get(key)
@@ -447,9 +485,10 @@ def _paired_table(rows: Sequence[Mapping[str, Any]]) -> Any:
     styles = {"good": "green", "bad": "bold red"}
     for row in rows:
         if "diff" not in row:
-            table.add_row(row["run"], row["metric"], "–", "–", "–", "–", row["note"])
+            table.add_row(markup_text(row["run"]), markup_text(row["metric"]), "–", "–", "–", "–", markup_text(row["note"]))
             continue
-        table.add_row(row["run"], row["metric"], row["diff"], row["ci"], row["p"], row["method"], row["note"],
+        table.add_row(markup_text(row["run"]), markup_text(row["metric"]), row["diff"], row["ci"], row["p"],
+                      row["method"], markup_text(row["note"]),
                       style=styles.get(row["tone"]))
     return table
 
@@ -464,13 +503,15 @@ def _gates_table(gates: Sequence[Mapping[str, Any]]) -> Any:
         table.add_column(column, overflow="fold" if column == "note" else "ellipsis")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
     for g in gates:
-        table.add_row(g["run"], g["gate"], *("–" if g[k] is None else f"{g[k]:.4g}" for k in ("value", "limit")),
-                      g["verdict"], g["note"], style=styles.get(g["verdict"]))
+        table.add_row(markup_text(g["run"]), markup_text(g["gate"]),
+                      *("–" if g[k] is None else f"{g[k]:.4g}" for k in ("value", "limit")),
+                      g["verdict"], markup_text(g["note"]), style=styles.get(g["verdict"]))
     return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The console command; exit status 1 when a --max-drop limit is broken, 2 for bad input."""
+    """The console command; exit status 1 when a --max-drop limit is broken or cannot be decided because the
+    data changed, 2 for bad input."""
     parser = argparse.ArgumentParser(
         prog="pytest-mllm-compare",
         description="Compare pytest-mllm runs (--mllm-json files); the first one is the base.")
@@ -504,9 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = log_console(sys.stdout, color=sys.stdout.isatty(), fit=fit)
     show = fitted if fit else (lambda table: table)
     console.print(show(terminal_table(comparison)))
+    for line in data_change_lines(comparison):
+        console.print(line, style="yellow", highlight=False, markup=False)
     for label, count in comparison["flip_counts"].items():
         console.print(f"{label}: {count['regressed']} regressed, {count['fixed']} fixed "
-                      f"of {count['compared']} samples in both runs", highlight=False)
+                      f"of {count['compared']} samples in both runs"
+                      + (f" ({count['changed_inputs']} left out: their inputs changed)" if count["changed_inputs"]
+                         else ""), highlight=False, markup=False)
     rows = paired_rows(comparison)
     if rows:
         console.print(show(_paired_table(rows)))
@@ -523,7 +568,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputWriteError as exc:
         print(f"pytest-mllm-compare: error: {exc}", file=sys.stderr)
         return 2
-    return 1 if any(g["verdict"] == "fail" for g in comparison["gates"]) else 0
+    # a limit on changed data never passes: it decides nothing about the model
+    return 1 if any(g["verdict"] == "fail" or g.get("data_changed") for g in comparison["gates"]) else 0
 
 
 if __name__ == "__main__":

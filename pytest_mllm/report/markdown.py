@@ -4,11 +4,11 @@ where the reports are."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_mllm import sections
+from pytest_mllm.echo import markdown_code, markdown_text
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 
@@ -63,20 +63,6 @@ def github_run_url(environ: Mapping[str, str]) -> str | None:
     return f"{server}/{repository}/actions/runs/{run}"
 
 
-def write_markdown(text: str, path: Path | None, step_summary: Path | None) -> list[tuple[str, Path]]:
-    """Write the summary to `path` (replaced) and append it to the step summary file."""
-    written = []
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(("Markdown summary", path))
-    if step_summary is not None:
-        with step_summary.open("a", encoding="utf-8") as out:
-            out.write(text + "\n")
-        written.append(("job summary", step_summary))
-    return written
-
-
 def _score_rows(name: str, result: BenchmarkResult) -> list[str]:
     """The headline of the benchmark, then of each group, with its interval."""
     headline = result.spec.headline
@@ -115,10 +101,10 @@ def _number(value: float | None) -> str:
 
 
 def _text(value: str) -> str:
-    """Free text in a table cell: no HTML, no cell break, one line."""
-    return html.escape(value, quote=False).replace("|", "\\|").replace("\n", " ")
+    """Free text in a table cell or a heading: plain text on one line (`echo.markdown_text`)."""
+    return markdown_text(value)
 
 
 def _code(value: str) -> str:
-    """Text in a code span inside a table cell."""
-    return value.replace("|", "\\|").replace("`", "'").replace("\n", " ")
+    """Text in a code span inside a table cell (`echo.markdown_code`)."""
+    return markdown_code(value)

@@ -4,8 +4,9 @@
 The metrics are recomputed from the union of the shards' records in collection order (each record
 carries its `order`), so they are those of a single run, intervals included. Before that the shards
 are checked: one results file per shard 1…N of the same N, the same pytest-mllm version, model,
-benchmarks (spec and version) and settings, every sample once (none in two files, none missing:
-each shard knows how many records the whole selection makes). Gates given here decide the exit
+benchmarks (spec, version and the digest of the data read) and settings, every sample once (none in two
+files, none missing: each shard knows how many records the whole selection makes). A shard may hold no
+sample at all (a small benchmark split over many machines). Gates given here decide the exit
 status as they would at the end of a run (`scoring/gates.py`): 0 all passed, 1 a gate failed,
 2 the shards cannot be merged (the message names the file).
 """
@@ -46,14 +47,23 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     settings = {k: v for k, v in document["settings"].items() if k not in _PER_SHARD}
     if isinstance(settings.get("benchmarks"), list):  # spec files by name: machines install them in other folders
         settings["benchmarks"] = [Path(str(p)).name for p in settings["benchmarks"]]
-    specs = {name: {"spec": Path(str(b.get("spec"))).name, "version": b.get("version")}
-             for name, b in document["benchmarks"].items()}
-    return {"pytest_mllm": document.get("pytest_mllm"), "settings": settings, "benchmarks": specs}
+    return {"pytest_mllm": document.get("pytest_mllm"), "settings": settings}
+
+
+def _benchmark_view(entry: dict[str, Any]) -> dict[str, Any]:
+    """What two shards holding one benchmark must agree on: its spec file's name and version (a shard with
+    none of its samples holds no entry for it)."""
+    return {"spec": Path(str(entry.get("spec"))).name, "version": entry.get("version")}
+
+
+def _data_digest(entry: dict[str, Any]) -> str | None:
+    data = entry.get("data")
+    return data.get("digest") if isinstance(data, dict) else None
 
 
 def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     """The first setting in which two comparable views differ, as 'key: A vs B'."""
-    for section in ("pytest_mllm", "settings", "benchmarks"):
+    for section in ("pytest_mllm", "settings"):
         x, y = a[section], b[section]
         if not isinstance(x, dict) or not isinstance(y, dict):
             if x != y:
@@ -80,6 +90,7 @@ def check_shards(paths: Sequence[Path], documents: Sequence[dict[str, Any]]) -> 
         view = _comparable(document)
         if view != first_view:
             raise MergeError(f"{path}: not the same run as {first}: {_difference(first_view, view)}")
+        _check_benchmarks(path, document, paths, documents)
         if shard.get("expected_records") != documents[0]["settings"]["shard"].get("expected_records"):
             raise MergeError(f"{path}: its run selected other tests than {first}'s ("
                              f"{shard.get('expected_records')} vs {documents[0]['settings']['shard'].get('expected_records')} "
@@ -105,6 +116,33 @@ def check_shards(paths: Sequence[Path], documents: Sequence[dict[str, Any]]) -> 
             raise MergeError(f"benchmark {benchmark!r}: {wanted - got.get(benchmark, 0)} sample(s) missing: the run "
                              f"selected {wanted}, the shards hold {got.get(benchmark, 0)} ({short}); re-run the shard "
                              "that was interrupted")
+
+
+def _check_benchmarks(path: Path, document: dict[str, Any], paths: Sequence[Path],
+                      documents: Sequence[dict[str, Any]]) -> None:
+    """Each benchmark `document` holds is the one the earlier shards holding it ran: the same spec and
+    version, and the same data (the digest of the files and rows read), else MergeError naming both files."""
+    for name, entry in document["benchmarks"].items():
+        for other_path, other in zip(paths, documents):
+            if other is document:
+                break
+            earlier = other["benchmarks"].get(name)
+            if earlier is None:
+                continue
+            if _benchmark_view(earlier) != _benchmark_view(entry):
+                raise MergeError(f"{path}: not the same run as {other_path}: benchmarks.{name}: "
+                                 f"{_benchmark_view(earlier)!r} vs {_benchmark_view(entry)!r}")
+            before, now = _data_digest(earlier), _data_digest(entry)
+            if before and now and before != now:
+                raise MergeError(f"{path} and {other_path} ran benchmark {name!r} on different data (data digest "
+                                 f"{now} vs {before}: {_data_files(entry)} vs {_data_files(earlier)}); run every "
+                                 "shard on the same data")
+
+
+def _data_files(entry: dict[str, Any]) -> str:
+    data = entry.get("data") or {}
+    files = ", ".join(f"{name} {digest}" for name, digest in (data.get("files") or {}).items())
+    return f"{data.get('rows')} rows" + (f", {files}" if files else "")
 
 
 def _spec(name: str, entry: dict[str, Any], path: Path) -> Any:
@@ -136,13 +174,19 @@ def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dic
         raise MergeError("no shard files given")
     documents = [_read(p) for p in paths]
     check_shards(paths, documents)
-    specs = {name: _spec(name, entry, paths[0]) for name, entry in documents[0]["benchmarks"].items()}
+    entries: dict[str, tuple[dict[str, Any], Path]] = {}  # each benchmark as the first shard holding it ran it
+    for path, document in zip(paths, documents):
+        for name, entry in document["benchmarks"].items():
+            entries.setdefault(name, (entry, path))
+    specs = {name: _spec(name, entry, path) for name, (entry, path) in entries.items()}
     for path, document in zip(paths, documents):
         for record in document["records"]:
             if record.get("benchmark") not in specs:
                 raise MergeError(f"{path}: a record of benchmark {record.get('benchmark')!r}, which no shard scored")
     records = [record for document in documents for record in document["records"]]
     results = compute_results(specs, records)
+    for name, result in results.items():
+        result.data = entries[name][0].get("data")
     gates = gates or GateSettings(gates=[], max_drops=[])
     verdicts = gates.verdicts({n: r.metrics for n, r in results.items()},
                               {n: [*r.spec.task_order, *r.spec.groups] for n, r in results.items()},

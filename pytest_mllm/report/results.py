@@ -26,6 +26,7 @@ class BenchmarkResult:
     records: list[Record]
     scopes: dict[str, Any]
     metrics: dict[str, float]  # flat, the namespace of gates
+    data: dict[str, Any] | None = None  # the digest of the data read (`engine/data_identity.py`)
 
     @property
     def duration_s(self) -> float:
@@ -120,6 +121,7 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
                 "headline": r.spec.headline,
                 "metrics": r.metrics,
                 "scopes": r.scopes,
+                **({"data": r.data} if r.data else {}),
                 **_uncertainty(r),
             }
             for name, r in results.items()

@@ -7,7 +7,7 @@ import io
 from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_mllm import sections
-from pytest_mllm.echo import printable
+from pytest_mllm.echo import markup_text, printable
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 from pytest_mllm.sections import Column
@@ -153,7 +153,7 @@ def category_table(result: BenchmarkResult) -> Any | None:
                          *((header(c), "right") for c in more)):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for kind, name, scope in rows:
-        table.add_row("l2" if kind == "l2_categories" else "category", printable(name), str(scope.get("count", 0)),
+        table.add_row("l2" if kind == "l2_categories" else "category", markup_text(name), str(scope.get("count", 0)),
                       _fmt(scope.get("accuracy")), *(_fmt(scope.get(c)) for c in more))
     return table
 
@@ -169,8 +169,8 @@ def gates_table(verdicts: list[Verdict]) -> Any:
     table.add_column("note", overflow="fold")
     styles = {"pass": "green", "fail": "bold red", "not run": "yellow"}
     for v in verdicts:
-        table.add_row(v.gate.text, gate_number(v.value), "–" if v.limit is None else f"{v.limit:.6g}", v.verdict,
-                      _gate_note(v),
+        table.add_row(markup_text(v.gate.text), gate_number(v.value), "–" if v.limit is None else f"{v.limit:.6g}",
+                      v.verdict, markup_text(_gate_note(v)),
                       style=styles.get(v.verdict))
     return table
 

@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Sequence, TypedDict
 
 from pytest_mllm.record import Record, RecordPart
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 
 
 class CaptionPart(TypedDict):
@@ -133,11 +133,13 @@ def is_caption_subtask(scope: ScopeView) -> bool:
     return scope.kind == "task" and bool(scope.scored) and all(CAPTION.get(r) for r in scope.scored)
 
 
+@metric("captions", keys=("bleu_4",))
 def scope_captions(scope: ScopeView) -> Scope:
     """`bleu_4` of a caption subtask, over the whole subtask."""
     return {"bleu_4": subtask_bleu4(scope.scored)} if is_caption_subtask(scope) else {}
 
 
+@metric("cider", keys=("cider",))
 def scope_cider(scope: ScopeView) -> Scope:
     """`cider` of a caption subtask, over the whole subtask."""
     return {"cider": cider_d(captions_of(scope.scored))} if is_caption_subtask(scope) else {}

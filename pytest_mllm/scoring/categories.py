@@ -8,9 +8,11 @@ from collections import defaultdict
 from typing import Any, Literal
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, CountTwin, metric
 
 
+@metric("category", section=True, keys=("category", "l2_category"),
+        twin=CountTwin(partitions=(("categories", "category"), ("l2_categories", "l2_category"))))
 def category_sections(benchmark: BenchmarkView) -> dict[str, Any]:
     """Sections `categories` and `l2_categories`: one scope per value, in first-seen order."""
     return {"categories": _by_field(benchmark, "category"), "l2_categories": _by_field(benchmark, "l2_category")}

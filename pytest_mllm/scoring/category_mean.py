@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView, accuracy
+from pytest_mllm.scoring.catalogue_templates import MCQ_PROMPT, MCQ_READ, catalogue_template
+from pytest_mllm.scoring.metrics import Scope, ScopeView, accuracy, metric
 
 
+@metric("category_mean", requires=("category",), keys=("category_mean_accuracy",))
 def scope_category_mean(scope: ScopeView) -> Scope:
     """`category_mean_accuracy` in each l2-category scope: the mean over its categories' accuracies."""
     if scope.kind != "l2_category":
@@ -25,3 +27,9 @@ def scope_category_mean(scope: ScopeView) -> Scope:
         if record["status"] != "error" and (record.get("category") or "") in names:
             by_category[record.get("category") or ""].append(record)
     return {"category_mean_accuracy": sum(accuracy(rs) for rs in by_category.values()) / len(by_category)}
+
+
+catalogue_template(
+    "mcq_mmt", label="multiple choice, MMT-Bench report", parser="choice", prompt=MCQ_PROMPT, max_new_tokens=8,
+    scored_by=f"{MCQ_READ}; accuracy overall and per subtask (the tasks), each meta-task the mean of its subtasks'",
+    metrics=("accuracy", "category", "category_mean"), loader_options={"task_column": "category"})

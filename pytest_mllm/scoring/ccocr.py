@@ -20,7 +20,10 @@ from collections import Counter
 from typing import Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.catalogue_templates import catalogue_template
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
+from pytest_mllm.scoring.score import Scored, as_given, parser
 
 FAILED = "Failed to obtain answer via API."  # VLMEvalKit's mark of a failed inference: no prediction
 CHARACTER_SPLITS = ("Arabic", "Japanese", "Korean")
@@ -60,6 +63,19 @@ def row_f1(response: str, answer: str, split: str, category: str | None) -> tupl
     return f1, Counter(expected) == Counter(predicted)
 
 
+def _f1_verdict(text: str, parsed: str, answer: str, sample: Sample) -> Scored:
+    """Right when the token multisets are equal; the row's F1 is its record's score."""
+    f1, correct = row_f1(text, sample.answer, sample.split, sample.category)
+    return Scored(correct, {"score": f1})
+
+
+@parser("ccocr_ocr", answer=as_given, verdict=_f1_verdict)
+def ccocr_text(response: str, sample: Sample | None = None) -> str:
+    """CC-OCR's text recognition (`parser: ccocr_ocr`): the response as given; its verdict and score are the
+    row's token F1, read as the row's split and category say."""
+    return response
+
+
 def macro_f1(records: Sequence[Record]) -> float:
     """VLMEvalKit's macro F1 of one sub-dataset: the sum of its rows' F1 over (rows + 1e-9)."""
     total = 0.0
@@ -68,6 +84,7 @@ def macro_f1(records: Sequence[Record]) -> float:
     return total / (len(records) + _SMOOTH)
 
 
+@metric("ocr_f1", keys=("ocr_f1",))
 def scope_ocr_f1(scope: ScopeView) -> Scope:
     """`ocr_f1`: the mean over CC-OCR's groups of the mean macro F1 of their sub-datasets in the scope."""
     subsets: dict[tuple[str, str, str], list[Record]] = {}
@@ -84,3 +101,10 @@ def scope_ocr_f1(scope: ScopeView) -> Scope:
         return {}
     means = [sum(values) / len(values) for values in families.values()]
     return {"ocr_f1": sum(means) / len(means)}
+
+
+catalogue_template(
+    "ccocr_ocr", label="CC-OCR text recognition", parser="ccocr_ocr", prompt="{question}", max_new_tokens=2048,
+    scored_by="the token F1 of the response against the text (words, or characters for Arabic, Japanese, Korean "
+              "and Chinese splits), macro F1 per split (the tasks)",
+    metrics=("accuracy", "mean_score", "ocr_f1"), headline="ocr_f1")

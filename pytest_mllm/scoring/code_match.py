@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 
+from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.score import Scored, as_given, parser
+
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -29,3 +32,13 @@ def code_bleu4(response: str, reference: str) -> float:
 def relaxed_code_match(response: str, reference: str, threshold: float = 0.8) -> bool:
     """Whether `response` matches the reference code under the paper's BLEU-4 > `threshold` rule."""
     return code_bleu4(response, reference) > threshold
+
+
+def _code_verdict(text: str, parsed: str, answer: str, sample: Sample) -> Scored:
+    return Scored(relaxed_code_match(text, sample.answer))
+
+
+@parser("code_bleu4", answer=as_given, verdict=_code_verdict)
+def code(response: str, sample: Sample | None = None) -> str:
+    """The response as code, unchanged but for surrounding blank lines (scored by BLEU-4 > 0.8)."""
+    return response.strip("\n")

@@ -191,12 +191,18 @@ def _on_interval(gate: Gate, standing: sections.StandIn) -> Verdict:
 
 
 def load_baseline(path: Path) -> dict[str, dict[str, float]]:
-    """{benchmark: flat metrics} from an earlier `--mllm-json` file."""
+    """{benchmark: flat metrics} from an earlier `--mllm-json` file; a metric that is not a finite number
+    (JSON's NaN, Infinity, -Infinity, which would make a limit pass or fail whatever the run scores) is refused."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
         return {name: dict(b["metrics"]) for name, b in data["benchmarks"].items()}
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise GateSyntaxError(f"cannot read baseline results {path}: {exc!s} (expected a --mllm-json file)") from None
+
+
+def _non_finite(word: str) -> float:
+    raise ValueError(f"it holds {word}, which is not a finite number: a baseline's metrics must be numbers "
+                     "a run can score")
 
 
 def evaluate_regressions(
@@ -309,10 +315,10 @@ class MetricSpace:
     @classmethod
     def of(cls, declared: Iterable[str], scopes: Iterable[str]) -> MetricSpace:
         """The space of a benchmark declaring these metrics, with these task and group names."""
-        from pytest_mllm.scoring.metrics import METRICS, enabled_metrics, scope_keys
+        from pytest_mllm.scoring.metrics import applies_tests, enabled_metrics, scope_keys
 
         declared = list(declared)
-        enabled = enabled_metrics(declared, (), applying=[m.name for m in METRICS if m.applies])
+        enabled = enabled_metrics(declared, (), applying=list(applies_tests()))
         return cls(scope_keys(declared), frozenset(scopes), "category" in enabled)
 
     def problem(self, key: str) -> str | None:

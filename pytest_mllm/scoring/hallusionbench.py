@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 
 
 def _keys(record: Record) -> tuple[str, str]:
@@ -38,6 +38,7 @@ def _all_right_share(records: Sequence[Record], which: int) -> float:
     return sum(groups.values()) / len(groups)
 
 
+@metric("hallusionbench", keys=("a_acc", "f_acc", "q_acc"))
 def scope_hallusionbench(scope: ScopeView) -> Scope:
     """a_acc, f_acc and q_acc of the scope's scored records."""
     scored = scope.scored

@@ -1,6 +1,6 @@
 """HallusionBench's question, figure and all accuracies (aAcc, fAcc, qAcc): rates."""
 
-from pytest_mllm.sections import Column, Section, register
+from pytest_mllm.sections import Column, Section, register_section
 
-register(Section(name="hallusionbench", title="HallusionBench", metrics=("hallusionbench",), columns=tuple(
+register_section("hallusionbench", Section(title="HallusionBench", metrics=("hallusionbench",), columns=tuple(
     Column(key, f"{key} %", shown=False) for key in ("a_acc", "f_acc", "q_acc"))))

@@ -16,7 +16,7 @@ from typing import Sequence
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.captions import CAPTION, subtask_bleu4
 from pytest_mllm.scoring.mean_score import mean_score
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 
 
 def subtask_number(records: Sequence[Record]) -> float:
@@ -28,6 +28,7 @@ def subtask_number(records: Sequence[Record]) -> float:
     return mean_score(records)
 
 
+@metric("lime_score", keys=("lime_score",))
 def scope_lime_score(scope: ScopeView) -> Scope:
     """`lime_score` of the scope: its one subtask's number, or the mean of its subtasks' numbers."""
     by_task: dict[str, list[Record]] = defaultdict(list)

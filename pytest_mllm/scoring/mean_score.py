@@ -7,7 +7,7 @@ import math
 from typing import Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
 
 
 def mean_score(records: Sequence[Record]) -> float:
@@ -21,6 +21,7 @@ def mean_score(records: Sequence[Record]) -> float:
     return math.fsum(scores) / len(scores)
 
 
+@metric("mean_score", keys=("mean_score",))
 def scope_mean_score(scope: ScopeView) -> Scope:
     """`mean_score` over the scope's scored records, in every scope that has one."""
     scored = scope.scored

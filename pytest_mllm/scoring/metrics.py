@@ -1,27 +1,34 @@
 """Benchmark metrics over per-sample records: the registry of metrics and the generic aggregation.
 
 Every benchmark reports, for each scope (overall, each task, each group, each category), the
-plain counts `count`, `errors` and `accuracy`. Everything else is a registered `Metric`, listed
-in `METRICS` as "module:function" and imported only when a benchmark uses it, so each family's
-official calculation lives in a module of its own (`scoring/mme.py`, `scoring/pope.py`,
-`vrp/metrics.py`, …) and this module never imports one. A metric either adds values to every
-scope (`ScopeView` → values) or adds benchmark-level sections (`BenchmarkView` → sections).
+plain counts `count`, `errors` and `accuracy`. Everything else is a `Metric` registered where it
+is defined, by the `@metric` decorator, so each family's official calculation lives in a module of
+its own (`scoring/mme.py`, `scoring/pope.py`, `vrp/metrics.py`, …) and this module never names one:
+`METRICS` imports a metric's module when a benchmark first uses it (`pytest_mllm.registry`). A
+metric either adds values to every scope (`ScopeView` → values) or adds benchmark-level sections
+(`section=True`: `BenchmarkView` → sections):
+
+    @metric("abstentions", keys=("abstentions",))
+    def scope_abstentions(scope: ScopeView) -> Scope:
+        return {"abstentions": sum(1 for r in scope.scored if r["parsed"] == "other")}
 
 A spec declares its metrics by name (`metrics: [accuracy, accuracy_plus, mme_score]`); a metric
 may also require others, or apply on its own when the records show it. Records whose status
 is "error" never enter a metric: they are counted apart, so a model crash or bad sample can
-never turn into a score.
+never turn into a score. A metric whose values are ratios of counts may give its numpy twin
+(`CountTwin`, beside it in its module): the bootstrap's intervals then take the fast path
+(`count_bootstrap.py`).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pytest_mllm.record import Record
+from pytest_mllm.registry import Registry
 
 Scope = dict[str, float | int]
 
@@ -51,76 +58,119 @@ class BenchmarkView:
 
 
 @dataclass(frozen=True)
+class CountScope:
+    """One scope of many bootstrap resamples at once, as a metric's count twin sees it (numpy arrays,
+    a row per resample)."""
+
+    counts: Any  # resamples × the twin's columns: the counts summed over the units each resample drew
+    kind: str  # as `ScopeView.kind`
+    values: Mapping[str, Any]  # the scope so far: count, errors, accuracy, the values of the metrics before
+    parts: Sequence[Mapping[str, Any]]  # the scopes one level down, as `ScopeView.parts`
+    present: Any  # where the scope has records (a bool per resample, or True)
+
+
+@dataclass(frozen=True)
+class CountTwin:
+    """A metric's values as ratios of counts, for every bootstrap resample at once (`count_bootstrap.py`).
+
+    A scope metric gives `columns` counts per resampling unit (`counts`: a unit's records within one
+    scope → that many integers) and `values` (a `CountScope` → its values, computed with the same float
+    operations in the same order as the metric itself, so that they agree to the last digit). A section
+    metric splitting records into scopes by a record field gives `partitions` ((section, field) pairs);
+    one adding no value a gate reads gives nothing."""
+
+    columns: int = 0
+    counts: Callable[[Sequence[Record]], Sequence[int]] | None = None
+    values: Callable[[CountScope], dict[str, Any]] | None = None
+    partitions: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Metric:
     """A registered metric: a name a spec declares, and the function that computes it.
 
-    `compute` is "module:function". A scope metric's function takes a `ScopeView` and returns
-    the values it adds to that scope; a section metric's (`section=True`) takes a `BenchmarkView`
-    and returns the sections it adds beside `overall`, `tasks` and `groups`. `applies`, also
-    "module:function", takes the records: when it returns True the metric runs undeclared. It
-    holds for a set of records exactly when it holds for one of them (some record shows it), so
-    the bootstrap asks it once per resampling unit.
+    A scope metric's `compute` takes a `ScopeView` and returns the values it adds to that scope; a
+    section metric's (`section=True`) takes a `BenchmarkView` and returns the sections it adds beside
+    `overall`, `tasks` and `groups`. `applies` takes the records: when it returns True the metric runs
+    undeclared. It holds for a set of records exactly when it holds for one of them (some record shows
+    it), so the bootstrap asks it once per resampling unit.
     """
 
     name: str
-    compute: str
+    compute: Callable[[Any], Any]
     section: bool = False
-    requires: tuple[str, ...] = ()  # metrics enabled with this one
-    applies: str | None = None
-    declarable: bool = True  # False: only `applies` switches it on, a spec may not name it
-    keys: tuple[str, ...] | None = None  # a scope metric's value names, which gate paths are checked against
-    # before a run; None: not declared (a gate may then name anything)
+    requires: tuple[str, ...] = ()  # metrics enabled with this one (and computed before it)
+    applies: Callable[[Sequence[Record]], bool] | None = None
+    declarable: bool = True  # False: only `applies` or another metric's `requires` switches it on
+    # A scope metric's value names, which gate paths are checked against before a run (None: not declared,
+    # a gate may then name anything); a section metric's: the first parts of the flat keys its sections give.
+    keys: tuple[str, ...] | None = None
+    twin: CountTwin | None = None  # its values from per-unit counts: the bootstrap's fast path
+    headline: str | None = None  # the value shown as the result of a benchmark declaring it (unless it names one)
 
 
-# The registered metrics. Within a scope, values appear in this order, and sections follow
-# `overall`, `tasks` and `groups` in this order: append new ones at the end of their kind.
-METRICS: list[Metric] = [
-    Metric("mean_score", "pytest_mllm.scoring.mean_score:scope_mean_score", keys=("mean_score",)),
-    Metric("accuracy_plus", "pytest_mllm.scoring.mme:scope_accuracy_plus", keys=("accuracy_plus",)),
-    Metric("pope", "pytest_mllm.scoring.pope:scope_pope", requires=("pope_undefined",),
-           keys=("precision", "recall", "f1", "yes_ratio", "pooled_f1", "mean_f1")),
-    Metric("mme_score", "pytest_mllm.scoring.mme:scope_mme_score", requires=("accuracy_plus",), keys=("score",)),
-    Metric("circular", "pytest_mllm.scoring.circular:scope_circular",
-           keys=("circular_count", "circular_errors", "circular_accuracy", "vanilla_accuracy")),
-    Metric("vrp", "pytest_mllm.vrp.metrics:vrp_section", section=True),
-    Metric("judge", "pytest_mllm.judge.metrics:judge_section", section=True,
-           applies="pytest_mllm.judge.metrics:has_open_answers"),
-    Metric("category", "pytest_mllm.scoring.categories:category_sections", section=True),
-    Metric("tp_eval", "pytest_mllm.tpeval.report:tp_eval_section", section=True,
-           applies="pytest_mllm.tpeval.report:has_original_answers", declarable=False),
-    Metric("mmmu", "pytest_mllm.scoring.mmmu:scope_mmmu", keys=("mmmu_accuracy",)),
-    Metric("category_mean", "pytest_mllm.scoring.category_mean:scope_category_mean", requires=("category",),
-           keys=("category_mean_accuracy",)),
-    Metric("ocrbench", "pytest_mllm.scoring.ocrbench:scope_ocrbench", keys=("ocrbench_score",)),
-    Metric("hallusionbench", "pytest_mllm.scoring.hallusionbench:scope_hallusionbench",
-           keys=("a_acc", "f_acc", "q_acc")),
-    Metric("pope_undefined", "pytest_mllm.scoring.pope:undefined_section", section=True, declarable=False),
-    Metric("captions", "pytest_mllm.scoring.captions:scope_captions", keys=("bleu_4",)),
-    Metric("ocrbench_accuracy", "pytest_mllm.scoring.ocrbench:scope_ocrbench_accuracy", keys=("ocrbench_accuracy",)),
-    Metric("lime_score", "pytest_mllm.scoring.lime_score:scope_lime_score", keys=("lime_score",)),
-    Metric("cider", "pytest_mllm.scoring.captions:scope_cider", keys=("cider",)),
-    Metric("ocr_f1", "pytest_mllm.scoring.ccocr:scope_ocr_f1", keys=("ocr_f1",)),
-]
+# The registered metrics, by name. Within a scope, values appear in the registry's order (modules by
+# name, then source order; a required metric before the one requiring it), and sections follow
+# `overall`, `tasks` and `groups` in that order.
+METRICS: Registry[Metric] = Registry("metric", "metric")
+ACCURACY = "accuracy"  # always reported, never registered
 
 
-def _known_metrics() -> tuple[str, ...]:
-    return ("accuracy", *(m.name for m in METRICS if m.declarable))
+def metric(name: str, *, section: bool = False, requires: tuple[str, ...] = (),
+           applies: Callable[[Sequence[Record]], bool] | None = None, declarable: bool = True,
+           keys: tuple[str, ...] | None = None, twin: CountTwin | None = None,
+           headline: str | None = None) -> Callable[[Callable[[Any], Any]], Any]:
+    """Register the decorated function as metric `name` (see `Metric` for the arguments)."""
+    def register_function(compute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        register(Metric(name, compute, section, requires, applies, declarable, keys, twin, headline))
+        return compute
+
+    return register_function
 
 
-# The names a spec may declare: accuracy (always reported) and the declarable registered metrics.
-KNOWN_METRICS = _known_metrics()
+def register(entry: Metric) -> None:
+    """Add a metric (the decorator's work; a plugin's or a test's); a spec may then declare it."""
+    if entry.name == ACCURACY:
+        raise ValueError(f"metric {ACCURACY!r} is already registered (it is always reported)")
+    METRICS.add(entry.name, entry, entry.compute.__module__)
+
+
+def ordered_metrics() -> list[Metric]:
+    """Every registered metric in computing order: the registry's, each one's requirements first."""
+    return _ordered(METRICS.version)
+
+
+@functools.lru_cache(maxsize=1)
+def _ordered(version: int) -> list[Metric]:
+    entries = METRICS.entries()
+    done: dict[str, Metric] = {}
+
+    def place(name: str) -> None:
+        if name not in done and name in entries:
+            for required in entries[name].requires:
+                place(required)
+            done[name] = entries[name]
+
+    for name in entries:
+        place(name)
+    return list(done.values())
+
+
+def known_metrics() -> tuple[str, ...]:
+    """The names a spec may declare: accuracy (always reported) and the declarable registered metrics."""
+    return (ACCURACY, *(m.name for m in ordered_metrics() if m.declarable))
 
 
 def scope_keys(declared: Collection[str]) -> frozenset[str] | None:
     """The value names a scope can hold with these declared metrics (and those that apply on their own),
     or None when one of them does not declare its keys."""
-    names = enabled_metrics(declared, (), applying=[m.name for m in METRICS if m.applies])
-    keys = {"count", "errors", "accuracy"}
-    for metric in METRICS:
-        if metric.name in names and not metric.section:
-            if metric.keys is None:
+    names = enabled_metrics(declared, (), applying=[m.name for m in ordered_metrics() if m.applies])
+    keys = {"count", "errors", ACCURACY}
+    for entry in ordered_metrics():
+        if entry.name in names and not entry.section:
+            if entry.keys is None:
                 return None
-            keys.update(metric.keys)
+            keys.update(entry.keys)
     return frozenset(keys)
 
 
@@ -131,20 +181,14 @@ def headline_names(declared: Collection[str]) -> list[str] | None:
     return None if keys is None else sorted(keys)
 
 
-def register(metric: Metric) -> None:
-    """Add a metric after the built-in ones (a plugin's, a test's); a spec may then declare it."""
-    global KNOWN_METRICS
-    if metric.name in {"accuracy", *(m.name for m in METRICS)}:
-        raise ValueError(f"metric {metric.name!r} is already registered")
-    METRICS.append(metric)
-    KNOWN_METRICS = _known_metrics()
-
-
-@functools.cache
-def _load(target: str) -> Callable[[Any], Any]:
-    module, _, name = target.partition(":")
-    function: Callable[[Any], Any] = getattr(importlib.import_module(module), name)
-    return function
+def metrics_shown(flat: Collection[str]) -> list[str]:
+    """The declarable metrics whose values a benchmark's flat keys show (results written before their
+    metrics were recorded): a scope metric by one of its value names, a section metric by the first part
+    of its keys."""
+    lasts = {key.split(".")[-1] for key in flat}
+    firsts = {key.split(".")[0] for key in flat}
+    return [m.name for m in ordered_metrics()
+            if m.declarable and m.keys and not set(m.keys).isdisjoint(firsts if m.section else lasts)]
 
 
 def accuracy(records: Sequence[Record]) -> float:
@@ -154,7 +198,7 @@ def accuracy(records: Sequence[Record]) -> float:
 
 def applies_tests() -> dict[str, Callable[[Sequence[Record]], bool]]:
     """{metric name: its `applies` test} for the metrics that switch themselves on."""
-    return {m.name: _load(m.applies) for m in METRICS if m.applies}
+    return {m.name: m.applies for m in ordered_metrics() if m.applies}
 
 
 def enabled_metrics(declared: Collection[str], records: Sequence[Record],
@@ -162,11 +206,11 @@ def enabled_metrics(declared: Collection[str], records: Sequence[Record],
     """The declared metrics, those that apply on their own to these records, and what they require.
     `applying`: the metrics already known to apply (their `applies` tests are then not run)."""
     if applying is None:
-        applying = {m.name for m in METRICS if m.applies and _load(m.applies)(records)}
+        applying = {name for name, applies in applies_tests().items() if applies(records)}
     names = set(declared) | set(applying)
-    for metric in METRICS:
-        if metric.name in names:
-            names.update(metric.requires)
+    for entry in reversed(ordered_metrics()):  # requirements come first: a dependent is met before them
+        if entry.name in names:
+            names.update(entry.requires)
     return frozenset(names)
 
 
@@ -176,11 +220,11 @@ def scope_metrics(records: Sequence[Record], enabled: Collection[str], kind: str
     scored = [r for r in records if r["status"] != "error"]
     scope: Scope = {"count": len(scored), "errors": len(records) - len(scored)}
     if scored:
-        scope["accuracy"] = accuracy(scored)
+        scope[ACCURACY] = accuracy(scored)
     view = ScopeView(kind, records, scope, parts, benchmark)
-    for metric in METRICS:
-        if not metric.section and metric.name in enabled:
-            scope.update(_load(metric.compute)(view))
+    for entry in ordered_metrics():
+        if not entry.section and entry.name in enabled:
+            scope.update(entry.compute(view))
     return scope
 
 
@@ -215,7 +259,7 @@ def benchmark_metrics(
 
     result: dict[str, Any] = {"overall": overall, "tasks": tasks, "groups": group_scopes}
     view = BenchmarkView(records, lambda rs, kind: scope_metrics(rs, enabled, kind, benchmark=records))
-    for metric in METRICS:
-        if metric.section and metric.name in enabled:
-            result.update(_load(metric.compute)(view))
+    for entry in ordered_metrics():
+        if entry.section and entry.name in enabled:
+            result.update(entry.compute(view))
     return result

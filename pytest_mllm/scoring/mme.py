@@ -7,10 +7,10 @@ totals add task scores to 0 in task order), so our numbers equal it to the last 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.metrics import CountScope, CountTwin, Scope, ScopeView, metric
 
 
 def accuracy_plus(records: Sequence[Record]) -> float | None:
@@ -46,6 +46,27 @@ def sum_scores(scopes: Iterable[Scope]) -> float:
     return total
 
 
+def pair_counts(records: Sequence[Record]) -> tuple[int, int]:
+    """(pair groups none of whose members errored, those with every member right) among `records`."""
+    broken = {r.get("pair_group") for r in records if r["status"] == "error"}
+    pairs: dict[str, bool] = {}
+    for record in records:
+        group = record.get("pair_group")
+        if record["status"] != "error" and group is not None and group not in broken:
+            pairs[group] = pairs.get(group, True) and bool(record["correct"])
+    return len(pairs), sum(1 for ok in pairs.values() if ok)
+
+
+def counted_accuracy_plus(scope: CountScope) -> dict[str, Any]:
+    """`accuracy_plus` of every resample from its pair counts (`pair_counts`)."""
+    import numpy as np
+
+    pairs, right = scope.counts[:, 0], scope.counts[:, 1]
+    return {"accuracy_plus": np.where(scope.present & (pairs > 0), right / pairs, np.nan)}
+
+
+@metric("accuracy_plus", keys=("accuracy_plus",),
+        twin=CountTwin(columns=2, counts=pair_counts, values=counted_accuracy_plus))
 def scope_accuracy_plus(scope: ScopeView) -> Scope:
     """`accuracy_plus` in every scope, over the pair groups none of whose members errored
     (an error is not a wrong answer: its pair is left out)."""
@@ -54,6 +75,23 @@ def scope_accuracy_plus(scope: ScopeView) -> Scope:
     return {} if acc_plus is None else {"accuracy_plus": acc_plus}
 
 
+def counted_mme_score(scope: CountScope) -> dict[str, Any]:
+    """`score` of every resample, as `scope_mme_score` adds it up."""
+    import numpy as np
+
+    if scope.kind == "task":
+        plus = scope.values["accuracy_plus"]
+        return {"score": np.where(np.isnan(plus), np.nan, 0.0 + scope.values["accuracy"] * 100 + plus * 100)}
+    if scope.kind in ("group", "overall"):
+        total = np.zeros(len(scope.values["count"]))
+        for part in scope.parts:
+            total = total + np.where(np.isnan(part["score"]), 0.0, part["score"])
+        return {"score": total}
+    return {}
+
+
+@metric("mme_score", requires=("accuracy_plus",), keys=("score",), twin=CountTwin(values=counted_mme_score),
+        headline="score")
 def scope_mme_score(scope: ScopeView) -> Scope:
     """`score`: a task's 0–200 score where it has pairs; a group's (perception, cognition) and the
     overall total as the sum of the task or group scores below them. Categories get none."""

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_mllm.sections import Column, HtmlPage, Section, register
+from pytest_mllm.sections import Column, HtmlPage, Section, register_section
 
 
 class MmeSection(Section):
-    name = "mme"
     title = "MME"
     metrics = ("accuracy_plus", "mme_score")
     columns = (Column("accuracy_plus", "acc+ %", chart_label="accuracy+ %"),
@@ -27,4 +26,4 @@ class MmeSection(Section):
                                                    bar_groups=[group_of.get(t) for t in names])
 
 
-register(MmeSection())
+register_section("mme", MmeSection())

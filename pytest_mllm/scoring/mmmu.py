@@ -35,7 +35,8 @@ from typing import Any, Sequence
 
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.metrics import ScopeView
+from pytest_mllm.scoring.metrics import ScopeView, metric
+from pytest_mllm.scoring.score import Scored, parser, stripped
 
 SEED = 42  # MMMU seeds Python's generator once, when its evaluation module is imported
 RANDOM = "random:"  # parsed value of an unreadable choice answer: "random:" + the letters drawn from
@@ -176,8 +177,14 @@ def verdict(response: str, sample: Sample) -> tuple[str, bool]:
     return shown, open_correct(sample.answer, predictions)
 
 
+def _mmmu_verdict(text: str, parsed: str, answer: str, sample: Sample) -> Scored:
+    return Scored(verdict(text, sample)[1])
+
+
+@parser("mmmu", answer=stripped, verdict=_mmmu_verdict)
 def parse(response: str, sample: Sample) -> str:
-    """The `mmmu` parser: what MMMU reads in the response (see `verdict`)."""
+    """The `mmmu` parser: what MMMU reads in the response (see `verdict`), an option letter as given or
+    the open answer its matching reads; the verdict and the seeded draws are this module's."""
     return verdict(response, sample)[0]
 
 
@@ -228,6 +235,7 @@ def pooled(results: Sequence[tuple[float, int]]) -> float:
     return sum(acc * n for acc, n in results) / count if count else 0.0
 
 
+@metric("mmmu", keys=("mmmu_accuracy",))
 def scope_mmmu(view: ScopeView) -> dict[str, float]:
     """`mmmu_accuracy` of one scope: the seeded draws replayed over the whole benchmark's records."""
     scored = view.scored

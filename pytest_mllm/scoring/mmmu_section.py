@@ -1,6 +1,6 @@
 """MMMU's accuracy (its own answer reading, weighted over subjects): a rate."""
 
-from pytest_mllm.sections import Column, Section, register
+from pytest_mllm.sections import Column, Section, register_section
 
-register(Section(name="mmmu", title="MMMU", metrics=("mmmu",),
-                 columns=(Column("mmmu_accuracy", "mmmu_accuracy %", shown=False),)))
+register_section("mmmu", Section(title="MMMU", metrics=("mmmu",),
+                                 columns=(Column("mmmu_accuracy", "mmmu_accuracy %", shown=False),)))

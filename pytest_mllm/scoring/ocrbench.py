@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pytest_mllm.scoring.metrics import Scope, ScopeView
+from pytest_mllm.scoring.catalogue_templates import catalogue_template
+from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
+
+TEXT_RECOGNITION = ("Regular Text Recognition", "Irregular Text Recognition", "Artistic Text Recognition",
+                    "Handwriting Recognition", "Digit String Recognition", "Non-Semantic Text Recognition")
 
 
 def ocrbench_match(answer: str, references: Sequence[str]) -> float:
@@ -31,12 +35,14 @@ def ocrbench_hme_match(answer: str, references: Sequence[str]) -> float:
     return 1.0 if any(r.strip().replace("\n", " ").replace(" ", "") in said for r in references) else 0.0
 
 
+@metric("ocrbench", keys=("ocrbench_score",))
 def scope_ocrbench(scope: ScopeView) -> Scope:
     """`ocrbench_score`: the questions answered right in the scope (overall: OCRBench's score of 1000)."""
     scored = scope.scored
     return {"ocrbench_score": sum(1 for r in scored if r["correct"])} if scored else {}
 
 
+@metric("ocrbench_accuracy", keys=("ocrbench_accuracy",))
 def scope_ocrbench_accuracy(scope: ScopeView) -> Scope:
     """`ocrbench_accuracy` of a task scored by OCRBench's matching: the questions right over 1000, whatever
     the task's size, as lmms-eval's `ocrbench_aggregate_accuracy` returns it (LIME-M's ocrbench subtask
@@ -45,3 +51,12 @@ def scope_ocrbench_accuracy(scope: ScopeView) -> Scope:
     if scope.kind != "task" or not scored or any(r["parser"] != "ocrbench" for r in scored):
         return {}
     return {"ocrbench_accuracy": sum(1 for r in scored if r["correct"]) / 1000}
+
+
+catalogue_template(
+    "ocrbench", label="OCRBench", parser="ocrbench", prompt="{question}", max_new_tokens=128,
+    scored_by="an accepted answer found in the response; the count of right answers overall and per question type "
+              "(the tasks)",
+    metrics=("accuracy", "ocrbench"), headline="ocrbench_score", loader_options={"task_column": "category"},
+    groups={"text_recognition": TEXT_RECOGNITION},
+    tasks={"Handwritten Mathematical Expression Recognition": {"parser": "ocrbench_hme"}})

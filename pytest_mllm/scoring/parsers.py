@@ -1,11 +1,13 @@
 """Answer extraction: turn a model's free-text response into a comparable answer.
 
 Every parser maps (response, sample) to a normalized answer string; "other" means no
-answer could be read, which always scores as wrong.
+answer could be read, which always scores as wrong. Each registers itself here with `@parser`
+(`scoring/score.py`); MMMU's, word matching's, VRPTEST's code reading and CC-OCR's register in their own
+modules (`mmmu.py`, `word_match.py`, `code_match.py`, `ccocr.py`).
 
 Parsers scored against the reference answers with a per-sample score in [0, 1] (LIME-M's
-subtask metrics, see `references.py`) read the whole response as given, as lmms-eval does, and
-are named after their metric:
+subtask metrics, see `references.py`, where they register with `@scorer`) read the whole
+response as given, as lmms-eval does, and are named after their metric:
 
 * ``anls``: ANLS (DocVQA, InfoVQA), correct at an exact match (score 1.0);
 * ``relaxed_accuracy``: ChartQA's 5 % numeric tolerance, else case-insensitive equality;
@@ -14,7 +16,7 @@ are named after their metric:
 
 The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
 ``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``) read the whole response too, and
-a TSV answer cell holding a Python list literal as its items (`references.LIST_LITERAL_CELLS`). ``yes_no_vlmevalkit`` is
+a TSV answer cell holding a Python list literal as its items (their `@scorer(..., cells=…)`). ``yes_no_vlmevalkit`` is
 VLMEvalKit's yes/no reading (HallusionBench), in its words ("Yes", "No", "Unknown"), compared with the answer
 cell exactly.
 """
@@ -23,16 +25,16 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Callable
-
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.references import SCORERS, vlmevalkit_punctuation
+from pytest_mllm.scoring.catalogue_templates import MCQ_PROMPT, MCQ_READ, POOLED, catalogue_template
+from pytest_mllm.scoring.references import vlmevalkit_punctuation
+from pytest_mllm.scoring.score import as_given, letter, parser
 
 OTHER = "other"
+UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
 
-Parser = Callable[[str, Sample], str]
 
-
+@parser("mme")
 def mme_official(response: str, sample: Sample | None = None) -> str:
     """MME's official yes/no reading, quirks included.
 
@@ -56,6 +58,7 @@ _NO_WORDS = {"no", "nope", "not", "false", "incorrect", "nah", "negative"}
 _WORD = re.compile(r"[a-z]+")
 
 
+@parser("yes_no_lenient")
 def yes_no_lenient(response: str, sample: Sample | None = None) -> str:
     """A forgiving yes/no reading: the first yes-like or no-like word anywhere wins.
 
@@ -69,6 +72,7 @@ def yes_no_lenient(response: str, sample: Sample | None = None) -> str:
     return OTHER
 
 
+@parser("pope")
 def pope(response: str, sample: Sample | None = None) -> str:
     """POPE's reading: in the first sentence, a "no"/"not" word means no, else yes."""
     first = response.split(".")[0].replace(",", "")
@@ -78,6 +82,7 @@ def pope(response: str, sample: Sample | None = None) -> str:
     return "yes"
 
 
+@parser("yes_no_vlmevalkit", answer=as_given)
 def yes_no_vlmevalkit(response: str, sample: Sample | None = None) -> str:
     """VLMEvalKit's yes/no reading (`YOrN_Extraction`; HallusionBench, exact matching): the response
     lowercased, its punctuation treated as for TextVQA, split into words; "yes" without "no" is "Yes",
@@ -92,7 +97,6 @@ def yes_no_vlmevalkit(response: str, sample: Sample | None = None) -> str:
     return "Unknown"
 
 
-UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
 REFUSED = "Z"  # VLMEvalKit's reading of a refusal or a lone "Z": scored wrong
 
 # VLMEvalKit's rule-based option reading (`can_infer` in vlmeval/utils/matching_util.py), the
@@ -131,6 +135,7 @@ def _option_text(response: str, choices: tuple[tuple[str, str], ...]) -> str | N
     return named[0] if len(named) == 1 else None
 
 
+@parser("choice", answer=letter, unreadable=UNREADABLE)
 def multiple_choice(response: str, sample: Sample) -> str:
     """VLMEvalKit's rule-based option reading (`can_infer`), as MMBench is scored without a judge.
 
@@ -146,12 +151,18 @@ def multiple_choice(response: str, sample: Sample) -> str:
             or UNREADABLE)
 
 
+catalogue_template("mcq", label="multiple choice", parser="choice", prompt=MCQ_PROMPT, max_new_tokens=8,
+                   scored_by=f"{MCQ_READ}; accuracy per split (the tasks), category and l2-category{POOLED}",
+                   metrics=("accuracy", "category"))
+
+
 _LETTER_ONLY = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?[.:)]?\s*$")
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?:(?i:is)\s*)?:?\s*[\(\[]?([A-Z])\b")
 _LEADING_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]]|[.:](?:\s|$))")
 _TOKEN = re.compile(r"[\(\[]?\b([A-Z])\b[\)\]]?")
 
 
+@parser("choice_lenient", answer=letter)
 def multiple_choice_lenient(response: str, sample: Sample) -> str:
     """A forgiving letter reading (not VLMEvalKit's; choose it as `parser: choice_lenient`):
     "B", "(B)", "B.", "Answer: B", "B. the dog" anywhere, or the option text.
@@ -179,6 +190,7 @@ _LEADING_OPTION = re.compile(r"^\s*([A-Z])\.")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
+@parser("choice_exact_match", answer=letter)
 def choice_exact_match(response: str, sample: Sample | None = None) -> str:
     """lmms-eval's letter reading for AI2D (LIME's ``ai2d_suit``): a response opening with "B." is
     "B", any other is kept whole; then, as its ``exact_match`` with ignore_case and
@@ -189,6 +201,7 @@ def choice_exact_match(response: str, sample: Sample | None = None) -> str:
     return text.lower().translate(_PUNCTUATION).upper()
 
 
+@parser("choice_llava", answer=letter)
 def choice_llava(response: str, sample: Sample | None = None) -> str:
     """LLaVA's ScienceQA reading (lmms-eval's ``sqa_process_results``, LIME's ``scienceqa_img_suit``): the
     response is the letter itself, or opens with an upper-case letter and a period ("B. ..."); any other
@@ -200,6 +213,7 @@ def choice_llava(response: str, sample: Sample | None = None) -> str:
     return OTHER
 
 
+@parser("exact_stripped")
 def exact_stripped(response: str, sample: Sample | None = None) -> str:
     """The response lowercased and stripped, nothing else: lmms-eval's POPE check in LIME's ``pope_suit``
     (right only when it equals the answer, so "yes." and "No, there is none." are wrong)."""
@@ -211,93 +225,12 @@ def _starts_with_article(response: str) -> bool:
     return re.match(r"^\s*A\s+[a-z]", response) is not None
 
 
+def exact_words(text: str) -> str:
+    """Lowercased, spaces collapsed, a final period dropped: both sides of the `exact` comparison."""
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+@parser("exact", answer=exact_words)
 def exact(response: str, sample: Sample | None = None) -> str:
     """Case- and space-insensitive exact match of the whole response."""
-    return " ".join(response.lower().split()).rstrip(".")
-
-
-def code(response: str, sample: Sample | None = None) -> str:
-    """The response as code, unchanged but for surrounding blank lines (scored by BLEU-4 ≥ 0.8)."""
-    return response.strip("\n")
-
-
-def response_text(response: str, sample: Sample | None = None) -> str:
-    """The whole response as given, for scorers that normalise it themselves (TextVQA, DocVQA, ChartQA, OCRBench)."""
-    return response
-
-
-def word_match_text(response: str, sample: Sample | None = None) -> str:
-    """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
-    word_match`): the response as their ``VQAEval`` prepares it; correct when a reference, prepared
-    alike, is found in it (`pytest_mllm.scoring.word_match`)."""
-    from pytest_mllm.scoring.word_match import vqa_normalize
-
-    return vqa_normalize(response)
-
-
-def word_match_lenient_text(response: str, sample: Sample | None = None) -> str:
-    """Open answers scored by our lenient word matching, not the paper's (`parser: word_match_lenient`):
-    the response's words, case-folded, punctuation split off (`pytest_mllm.scoring.word_match`)."""
-    from pytest_mllm.scoring.word_match import normalize
-
-    return " ".join(normalize(response))
-
-
-def mmmu_text(response: str, sample: Sample) -> str:
-    """MMMU's own reading (`parser: mmmu`): an option letter, "random:<letters>" where MMMU draws one,
-    or the open answer's predictions; the verdict and the seeded draws are `pytest_mllm.scoring.mmmu`'s."""
-    from pytest_mllm.scoring.mmmu import parse
-
-    return parse(response, sample)
-
-
-# Open answers scored by word matching: the parser name → whether the lenient reading is used.
-WORD_MATCH_PARSERS: dict[str, bool] = {"word_match": False, "word_match_lenient": True}
-
-_VERDICT_PARSERS: dict[str, Parser] = {
-    "word_match": word_match_text,
-    "word_match_lenient": word_match_lenient_text,
-    "mme": mme_official,
-    "yes_no_lenient": yes_no_lenient,
-    "pope": pope,
-    "choice": multiple_choice,
-    "choice_lenient": multiple_choice_lenient,
-    "choice_exact_match": choice_exact_match,
-    "choice_llava": choice_llava,
-    "exact_stripped": exact_stripped,
-    "exact": exact,
-    "code_bleu4": code,
-    "mmmu": mmmu_text,
-    "yes_no_vlmevalkit": yes_no_vlmevalkit,
-    "ccocr_ocr": response_text,  # CC-OCR's token F1 (scoring/ccocr.py)
-}
-# Parsers whose answer gets a score in [0, 1] against the references (answer_metrics.SCORERS).
-SCORED_PARSERS: dict[str, Parser] = {name: response_text for name in SCORERS}
-PARSERS: dict[str, Parser] = {**_VERDICT_PARSERS, **SCORED_PARSERS}
-
-
-def normalize_answer(answer: str, parser_name: str) -> str:
-    """The reference answer in the parser's vocabulary (yes/no lowercased, letters upper)."""
-    if parser_name in ("choice", "choice_lenient", "choice_exact_match", "choice_llava"):
-        return answer.strip().upper()
-    if parser_name == "exact":
-        return exact(answer)
-    if parser_name in ("code_bleu4", "yes_no_vlmevalkit", "ccocr_ocr"):
-        return answer  # compared exactly, as given
-    if parser_name == "mmmu":
-        return answer.strip()  # an option letter as given, or the open answer MMMU's matching reads
-    if parser_name in WORD_MATCH_PARSERS:
-        return answer.strip()  # shown as given; word matching prepares every reference itself
-    if parser_name in SCORED_PARSERS:
-        return answer.strip()  # shown as given; scoring uses every reference, normalised by its metric
-    return answer.strip().lower()
-
-
-def get_parser(name: str) -> Parser:
-    """The parser registered under `name`; a clear error lists the known names."""
-    try:
-        return PARSERS[name]
-    except KeyError:
-        known, scored = ", ".join(sorted(_VERDICT_PARSERS)), ", ".join(sorted(SCORED_PARSERS))
-        raise KeyError(f"unknown answer parser {name!r}; known parsers: {known}; "
-                       f"scored against references: {scored}") from None
+    return exact_words(response)

@@ -16,10 +16,10 @@ scope, and the section `undefined` ({flat key: why}) says why, for the results J
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.metrics import BenchmarkView, Scope, ScopeView
+from pytest_mllm.scoring.metrics import BenchmarkView, CountScope, CountTwin, Scope, ScopeView, metric
 
 STOPS = "POPE's evaluate.py divides by zero there (ZeroDivisionError) and prints no score either"
 
@@ -59,6 +59,43 @@ def undefined(records: Sequence[Record]) -> dict[str, str]:
     return {metric: f"{reason}; {STOPS}" for metric, reason in why.items()}
 
 
+def yes_no_counts(records: Sequence[Record]) -> tuple[int, int, int, int]:
+    """(TP, FP, FN, yes/no answers) over the scored yes/no answers among `records`."""
+    yes_no = [r for r in records if r["status"] != "error" and r.get("answer_type") == "yes_no"]
+    return (*_counts(yes_no), len(yes_no))
+
+
+def counted_pope(scope: CountScope) -> dict[str, Any]:
+    """POPE's values of every resample from its yes/no counts (`yes_no_counts`), undefined where `scope_pope`
+    leaves them out."""
+    import numpy as np
+
+    if scope.kind not in ("task", "group", "overall"):
+        return {}
+    nan = np.nan
+    tp, fp, fn, yes_no = (scope.counts[:, n] for n in range(4))
+    with np.errstate(divide="ignore", invalid="ignore"):  # undefined where a denominator is 0
+        precision = np.where(tp + fp > 0, tp / (tp + fp), nan)
+        recall = np.where(tp + fn > 0, tp / (tp + fn), nan)
+        f1 = np.where(tp > 0, 2 * precision * recall / (precision + recall), nan)
+    has = yes_no > 0
+    values = {"precision": np.where(has, precision, nan), "recall": np.where(has, recall, nan),
+              "f1": np.where(has, f1, nan), "yes_ratio": np.where(has, (tp + fp) / yes_no, nan)}
+    if scope.kind != "task" and scope.parts:
+        total, n, lost = np.zeros(len(tp)), np.zeros(len(tp)), np.zeros(len(tp), dtype=bool)
+        for part in scope.parts:
+            part_has = ~np.isnan(part["yes_ratio"])  # the part holds yes/no answers
+            part_f1 = ~np.isnan(part["f1"])
+            total = total + np.where(part_f1, part["f1"], 0.0)
+            n = n + part_has
+            lost = lost | (part_has & ~part_f1)
+        values["pooled_f1"] = np.where(has & (n > 0), f1, nan)
+        values["mean_f1"] = np.where(has & (n > 0) & ~lost, total / np.maximum(n, 1), nan)
+    return values
+
+
+@metric("pope", requires=("pope_undefined",), keys=("precision", "recall", "f1", "yes_ratio", "pooled_f1", "mean_f1"),
+        twin=CountTwin(columns=4, counts=yes_no_counts, values=counted_pope))
 def scope_pope(scope: ScopeView) -> Scope:
     """POPE's metrics over the scope's scored yes/no answers, per task, group and overall (not per category)."""
     if scope.kind not in ("task", "group", "overall"):
@@ -76,6 +113,7 @@ def scope_pope(scope: ScopeView) -> Scope:
     return values
 
 
+@metric("pope_undefined", section=True, declarable=False, keys=(), twin=CountTwin())
 def undefined_section(view: BenchmarkView) -> dict[str, dict[str, str]]:
     """`undefined`: {flat key: why} for each POPE value left out of a task, group or the overall scope."""
     yes_no = [r for r in view.records if r["status"] != "error" and r.get("answer_type") == "yes_no"]

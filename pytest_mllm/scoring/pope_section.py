@@ -1,10 +1,10 @@
 """POPE's values: precision, recall, F1 and the yes ratio, in a terminal table of their own."""
 
-from pytest_mllm.sections import Column, Section, register
+from pytest_mllm.sections import Column, Section, register_section
 
 _TABLE = "yes/no balance"
 
-register(Section(name="pope", title="POPE", metrics=("pope",), columns=(
+register_section("pope", Section(title="POPE", metrics=("pope",), columns=(
     Column("precision", "prec %", table=_TABLE),
     Column("recall", "recall %", table=_TABLE),
     Column("f1", "F1 %", table=_TABLE),

@@ -61,10 +61,24 @@ import re
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
+from pytest_mllm.scoring.catalogue_templates import VQA_PROMPT, catalogue_template
+from pytest_mllm.scoring.score import scorer
+
 ANLS_THRESHOLD = 0.5  # an ANLS below this is 0 (DocVQA's rule)
 RELAXED_TOLERANCE = 0.05  # ChartQA: numbers within 5 % of the target are right
 
 Scorer = Callable[[str, Sequence[str]], float]
+
+
+def answer_items(references: Sequence[str]) -> list[str]:
+    """A TSV answer cell as VLMEvalKit's VQA scoring and ANLS read it: a Python list literal is its
+    items, one that is not text stops the reference (`list_literal`)."""
+    return list_literal(references, text_items=False)
+
+
+def printed_items(references: Sequence[str]) -> list[str]:
+    """A TSV answer cell as VLMEvalKit's ChartQA scoring reads it: a list literal's items, each printed."""
+    return list_literal(references, text_items=True)
 
 
 # --------------------------------------------------------------------------- ANLS
@@ -85,6 +99,8 @@ def levenshtein(a: str, b: str) -> int:
     return row[-1]
 
 
+@scorer("anls", threshold=1.0)
+@scorer("docvqa_anls", threshold=1.0, cells=answer_items)
 def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHOLD) -> float:
     """Average Normalised Levenshtein Similarity of one answer: the best over the references.
 
@@ -100,6 +116,11 @@ def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHO
         distance = levenshtein(_squash(reference), answer_norm) / length if length else 0.0
         best = max(best, 1.0 - distance)
     return best if best >= threshold else 0.0
+
+
+catalogue_template("vqa_anls", label="ANLS", parser="docvqa_anls", prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="ANLS against the closest answer, 0 below 0.5, per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _squash(text: str) -> str:
@@ -126,6 +147,7 @@ def relaxed_correct(answer: str, target: str, tolerance: float = RELAXED_TOLERAN
     return answer.lower() == target.lower()
 
 
+@scorer("relaxed_accuracy", threshold=1.0)
 def relaxed_accuracy(answer: str, references: Sequence[str]) -> float:
     """1.0 when the answer is relaxed-correct for any reference, else 0.0."""
     return 1.0 if any(relaxed_correct(answer, r) for r in references) else 0.0
@@ -193,6 +215,7 @@ def normalize_vqa_answer(text: str) -> str:
     return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
 
 
+@scorer("vqa_match", threshold=0.6)
 def vqa_match(answer: str, references: Sequence[str]) -> float:
     """VQA accuracy of one answer against the human answers (duplicates count).
 
@@ -228,6 +251,16 @@ def caption_tokens(text: str) -> str:
     return " ".join(t for t in _tokenizer()(text.lower().strip()).split() if t not in _CAPTION_PUNCTUATION)
 
 
+def caption_details(caption: str, references: Sequence[str]) -> dict[str, Any]:
+    """The record's `caption`: its tokens, the references' and the BLEU n-gram counts, which a subtask's
+    corpus BLEU-4 and CIDEr need (`scoring/captions.py`)."""
+    from pytest_mllm.scoring.captions import CAPTION, bleu_counts
+
+    tokens, refs = caption_tokens(caption), [caption_tokens(r) for r in references]
+    return {CAPTION.key: {"caption": tokens, "references": refs, "bleu_counts": bleu_counts(tokens, refs)}}
+
+
+@scorer("caption_bleu4", threshold=0.2, details=caption_details)
 def caption_bleu4(answer: str, references: Sequence[str]) -> float:
     """BLEU-4 of one caption against all its reference captions, in 0–1, as pycocoevalcap scores a
     one-caption corpus (`scoring/captions.py`: clipped n-gram counts, the closest reference length,
@@ -267,6 +300,7 @@ def normalize_textvqa_answer(text: str) -> str:
     return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
 
 
+@scorer("textvqa_score", threshold=0.6, cells=answer_items)
 def textvqa_score(answer: str, references: Sequence[str]) -> float:
     """VQA accuracy as VLMEvalKit scores TextVQA: for each human answer, min(1, other humans giving
     the prediction / 3), averaged. A single reference always scores 0 (it has no other humans)."""
@@ -277,9 +311,20 @@ def textvqa_score(answer: str, references: Sequence[str]) -> float:
     return float(sum(shares, Fraction(0)) / len(shares))
 
 
+catalogue_template("vqa_score", label="VQA accuracy", parser="textvqa_score", prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="VQA accuracy against the human answers (VLMEvalKit's normalisation), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
+
+
+@scorer("chartqa_relaxed", threshold=1.0, cells=printed_items)
 def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
     """ChartQA's relaxed accuracy on the whole response, stripped (references as given)."""
     return relaxed_accuracy(answer.strip(), references)
+
+
+catalogue_template("vqa_relaxed", label="relaxed accuracy", parser="chartqa_relaxed", prompt=VQA_PROMPT,
+                   max_new_tokens=32, scored_by="relaxed accuracy (5 % numeric tolerance), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _exact_matches(answer: str, references: Sequence[str]) -> list[float]:
@@ -289,16 +334,30 @@ def _exact_matches(answer: str, references: Sequence[str]) -> list[float]:
     return [1.0 if reference.strip().lower() == mine else 0.0 for reference in references]
 
 
+@scorer("exact_match_max", threshold=1.0, cells=answer_items)
 def exact_match_max(answer: str, references: Sequence[str]) -> float:
     """OCRVQA as VLMEvalKit scores it: 1.0 when any accepted answer equals the response (stripped, lowercased)."""
     return max(_exact_matches(answer, references))
 
 
+catalogue_template("vqa_exact", label="exact match (best answer)", parser="exact_match_max", prompt=VQA_PROMPT,
+                   max_new_tokens=32,
+                   scored_by="the response equal to an answer (stripped, lowercased), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
+
+
+@scorer("exact_match_mean", threshold=1.0, cells=answer_items)
 def exact_match_mean(answer: str, references: Sequence[str]) -> float:
     """GQA as VLMEvalKit scores it: the share of accepted answers equal to the response (stripped,
     lowercased); with one answer, 1.0 or 0.0."""
     matches = _exact_matches(answer, references)
     return math.fsum(matches) / len(matches)
+
+
+catalogue_template("vqa_exact_mean", label="exact match (share of answers)", parser="exact_match_mean",
+                   prompt=VQA_PROMPT, max_new_tokens=32,
+                   scored_by="the share of answers equal to the response (stripped, lowercased), per split (the tasks)",
+                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def list_literal(references: Sequence[str], *, text_items: bool = True) -> list[str]:
@@ -343,12 +402,14 @@ def ocrbench_answers(references: Sequence[str]) -> list[Any]:
     return list(value)
 
 
+@scorer("ocrbench", threshold=1.0, cells=ocrbench_answers)
 def _ocrbench(answer: str, references: Sequence[Any]) -> float:
     from pytest_mllm.scoring.ocrbench import ocrbench_match
 
     return _first_match(ocrbench_match, answer, references)
 
 
+@scorer("ocrbench_hme", threshold=1.0, cells=ocrbench_answers)
 def _ocrbench_hme(answer: str, references: Sequence[Any]) -> float:
     from pytest_mllm.scoring.ocrbench import ocrbench_hme_match
 
@@ -364,45 +425,3 @@ def _first_match(match: Scorer, answer: str, references: Sequence[Any]) -> float
         if match(answer, [reference]):
             return 1.0
     return 0.0
-
-
-# --------------------------------------------------------------------------- registry
-
-# parser name → (scoring function, the score at which a sample counts as correct)
-SCORERS: dict[str, tuple[Scorer, float]] = {
-    "anls": (anls, 1.0),
-    "relaxed_accuracy": (relaxed_accuracy, 1.0),
-    "vqa_match": (vqa_match, 0.6),
-    "caption_bleu4": (caption_bleu4, 0.2),
-    "textvqa_score": (textvqa_score, 0.6),
-    "docvqa_anls": (anls, 1.0),
-    "chartqa_relaxed": (chartqa_relaxed, 1.0),
-    "ocrbench": (_ocrbench, 1.0),
-    "ocrbench_hme": (_ocrbench_hme, 1.0),
-    "exact_match_max": (exact_match_max, 1.0),
-    "exact_match_mean": (exact_match_mean, 1.0),
-}
-# Scorers of VLMEvalKit's TSV benchmarks, which read an answer cell holding a Python list literal as its items.
-LIST_LITERAL_CELLS = frozenset({"textvqa_score", "docvqa_anls", "chartqa_relaxed", "ocrbench", "ocrbench_hme",
-                                "exact_match_max", "exact_match_mean"})
-# Of those, the metrics whose reference prints each item of a list answer cell (`str(target)`).
-TEXT_ITEMS = frozenset({"chartqa_relaxed"})
-
-
-def score_answer(parser_name: str, answer: str, references: Sequence[str], *,
-                 from_list: bool = False) -> tuple[float, bool]:
-    """(score in [0, 1], correct) of `answer` under the metric of `parser_name`; `from_list`: the
-    references are a list column's items (a parquet release), never read again as list text."""
-    scorer, threshold = SCORERS[parser_name]
-    if parser_name in ("ocrbench", "ocrbench_hme") and not from_list:
-        references = ocrbench_answers(references)
-        if not references:  # "[]": the reference's loop finds nothing, the question is wrong
-            return 0.0, False
-    elif parser_name in LIST_LITERAL_CELLS and not from_list:
-        references = list_literal(references, text_items=parser_name in TEXT_ITEMS)
-    if not references:
-        raise ValueError("no reference answer to score against")
-    score = scorer(answer, references)
-    if math.isnan(score):
-        raise ValueError("the score is not a number")
-    return score, score >= threshold

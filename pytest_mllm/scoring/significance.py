@@ -33,12 +33,16 @@ class PairedComparison:
 
     def __init__(self, base: Sequence[Record], head: Sequence[Record], setup: MetricSetup, *,
                  samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED, level: float = LEVEL) -> None:
+        from pytest_mllm.record import same_input
+
         before = {r["id"]: r for r in base}
         after = {r["id"]: r for r in head}
         self.setup, self.samples, self.seed, self.level = setup, samples, seed, level
         self.only_base = [i for i in before if i not in after]
         self.only_head = [i for i in after if i not in before]
-        shared = [i for i in before if i in after]
+        both = [i for i in before if i in after]
+        shared = [i for i in both if same_input(before[i], after[i])]  # the same sample, the same inputs
+        self.changed_inputs = [i for i in both if not same_input(before[i], after[i])]
         self.base = [before[i] for i in shared]
         self.head = [after[i] for i in shared]
         self.shared = len(shared)
@@ -150,7 +154,8 @@ class PairedComparison:
         diff = self.diff(key)
         shared = f"{self.shared} shared samples" + (
             f", {len(self.only_base)} only in baseline, {len(self.only_head)} only in this run"
-            if self.only_base or self.only_head else "")
+            if self.only_base or self.only_head else "") + (
+            f", {len(self.changed_inputs)} left out: their inputs changed" if self.changed_inputs else "")
         if significant:
             p, method = self.p_value(key)
             if p is None:
@@ -166,6 +171,7 @@ class PairedComparison:
     def summary(self, keys: Sequence[str] | None = None) -> dict[str, Any]:
         """The JSON-ready comparison: shared and one-sided samples, and every (or the given) metric."""
         return {"shared": self.shared, "only_base": self.only_base, "only_head": self.only_head,
+                "changed_inputs": self.changed_inputs,
                 "level": self.level, "samples": self.samples, "seed": self.seed,
                 "metrics": {k: self.metric(k) for k in (keys if keys is not None else self.keys) if k in self.keys}}
 

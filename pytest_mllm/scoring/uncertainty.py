@@ -11,7 +11,7 @@
   the registered metric functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`),
   so no metric is re-implemented here; a unit drawn twice gets renamed copies so pair groups stay apart.
   Which metrics apply is decided once per unit, and a unit's renamed copies are made once per run.
-  Where every metric is a ratio of counts (accuracy, accuracy+, POPE, MME scores, circular, categories),
+  Where every metric is a ratio of counts (accuracy, and each metric with a count twin: `metrics.CountTwin`),
   `count_bootstrap` forms all resamples at once from per-unit counts, after checking that it
   reproduces the benchmark's own numbers; the draws, and so every number, are the same either way.
 
@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import flatten
-from pytest_mllm.scoring.metrics import applies_tests, benchmark_metrics, enabled_metrics
+from pytest_mllm.scoring.metrics import ACCURACY, applies_tests, benchmark_metrics, enabled_metrics, metrics_shown
 
 STATS_HINT = "intervals need scipy and numpy: pip install 'pytest-mllm[stats]'"
 LEVEL = 0.95
@@ -64,17 +64,7 @@ class MetricSetup:
         if isinstance(setup, dict):
             return cls(tuple(setup.get("metrics") or ()), dict(setup.get("groups") or {}),
                        tuple(setup.get("task_order") or ()), bench.get("headline") or "accuracy")
-        flat = bench.get("metrics") or {}
-        keys = [k.split(".")[-1] for k in flat]
-        declared = ["accuracy"]
-        for name, hint in (("accuracy_plus", "accuracy_plus"), ("mme_score", "score"), ("pope", "precision"),
-                           ("mean_score", "mean_score")):
-            if hint in keys:
-                declared.append(name)
-        if any(k.startswith(("category.", "l2_category.")) for k in flat):
-            declared.append("category")
-        if any(k.startswith("vrp.") for k in flat):
-            declared.append("vrp")
+        declared = [ACCURACY, *metrics_shown(bench.get("metrics") or {})]
         groups: dict[str, list[str]] = {}
         for record in records:
             if record.get("group") and record["task"] not in groups.setdefault(record["group"], []):

@@ -45,6 +45,8 @@ import re
 from typing import Sequence
 
 from pytest_mllm.record import RecordPart
+from pytest_mllm.sample import Sample
+from pytest_mllm.scoring.score import NotScored, Scored, Verdict, parser, references, stripped
 
 # An open answer's verdict by word matching (the paper's cheap baseline), kept beside the judge's.
 WORD_MATCH: RecordPart[bool] = RecordPart("word_match", in_every_record=True)
@@ -160,3 +162,33 @@ def word_match(answer: str, references: str | Sequence[str], *, lenient: bool = 
     raise ValueError(f"the reference answer {refs[stops_at]} is a number, where Tiny LVLM-eHub's VQAEval stops "
                      "(AttributeError: .replace of an int), so the reference cannot score this row either; "
                      "write it as text")
+
+
+# -- the parsers ---------------------------------------------------------------------------------
+
+
+def _verdict(lenient: bool) -> Verdict:
+    def verdict(text: str, parsed: str, answer: str, sample: Sample) -> Scored:
+        try:
+            correct = word_match(text, references(sample), lenient=lenient,
+                                 stops_at=sample.metadata.get("vqaeval_stops_at"))
+        except ValueError as exc:
+            raise NotScored(f"bad reference answer: {exc}", with_reading=False) from None
+        return Scored(correct, {WORD_MATCH.key: correct})
+
+    return verdict
+
+
+@parser("word_match", answer=stripped, verdict=_verdict(lenient=False))
+def word_match_text(response: str, sample: Sample | None = None) -> str:
+    """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
+    word_match`, also the verdict of every open answer its parser does not score): the response as their
+    ``VQAEval`` prepares it; correct when a reference, prepared alike, is found in it."""
+    return vqa_normalize(response)
+
+
+@parser("word_match_lenient", answer=stripped, verdict=_verdict(lenient=True))
+def word_match_lenient_text(response: str, sample: Sample | None = None) -> str:
+    """Open answers scored by our lenient word matching, not the paper's (`parser: word_match_lenient`):
+    the response's words, case-folded, punctuation split off."""
+    return " ".join(normalize(response))

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Sequence, TypedDict
 
+from pytest_mllm.echo import markup_text
 from pytest_mllm.record import Record, RecordPart, Status
-from pytest_mllm.scoring.metrics import BenchmarkView
+from pytest_mllm.scoring.metrics import BenchmarkView, metric
 
 
 class _OriginalFields(TypedDict):
@@ -76,6 +77,7 @@ def has_original_answers(records: Sequence[Record]) -> bool:
     return any(ORIGINAL.get(r) for r in records)
 
 
+@metric("tp_eval", section=True, applies=has_original_answers, declarable=False, keys=("tp_eval",))
 def tp_eval_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `tp_eval`: `tp_metrics` over the benchmark's records."""
     return {"tp_eval": tp_metrics(benchmark.records)}
@@ -96,7 +98,7 @@ def tp_eval_table(benchmark: str, tp: Mapping[str, Any]) -> Any:
                           ("customized acc %", "right"), ("Δ points", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for task, row in tp["tasks"].items():
-        table.add_row(task, str(row["samples"]), _pct(row["original_accuracy"]), _pct(row["optimized_accuracy"]),
+        table.add_row(markup_text(task), str(row["samples"]), _pct(row["original_accuracy"]), _pct(row["optimized_accuracy"]),
                       f"{100 * row['delta']:+.2f}")
     table.add_row("overall", str(tp["samples"]), _pct(tp["original_accuracy"]), _pct(tp["optimized_accuracy"]),
                   f"{100 * (tp['optimized_accuracy'] - tp['original_accuracy']):+.2f}", style="bold")
@@ -141,7 +143,8 @@ def optimization_table(outcomes: Sequence[dict[str, Any]]) -> Any:
         made = ("in the file", "") if outcome.get("already") else (str(calls.get("optimizer", 0)),
                                                                   str(calls.get("scorer", 0)))
         size, source = _few(outcome, prompts)
-        table.add_row(outcome.get("benchmark", ""), outcome["task"], prompts["mode"], size, _pct(first), _pct(chosen),
+        table.add_row(outcome.get("benchmark", ""), markup_text(outcome["task"]), prompts["mode"], size, _pct(first),
+                      _pct(chosen),
                       *made)
         prompts_chosen.append(f"{outcome['task']}: ", style="bold")
         if source:

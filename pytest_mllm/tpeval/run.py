@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.engine.spec import BenchmarkSpec, TaskSettings
+from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import MessageOnly, Record
 from pytest_mllm.sample import Sample
 from pytest_mllm.tpeval.counter import edit_start
@@ -108,7 +109,7 @@ class OptimizationRun:
             from pytest_mllm.tpeval.proposer import CachedProposer
 
             o = self._optimizer
-            self._proposer = CachedProposer(o.endpoint.client(), o.optimizer.removeprefix("openai:"),
+            self._proposer = CachedProposer(o.endpoint.client(), ModelRef.parse(o.optimizer).served_name,
                                             identity=f"{o.optimizer}@{o.endpoint.url}", max_tokens=o.max_tokens,
                                             cache=self._cache)
         return self._proposer

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_mllm.sections import HtmlPage, HtmlPart, Section, percent, register
+from pytest_mllm.sections import HtmlPage, HtmlPart, Section, percent, register_section
 from pytest_mllm.tpeval.report import ORIGINAL, tp_eval_table
 
 
 class TpEvalSection(Section):
-    name = "tp_eval"
     title = "Prompts customized per model (TP-Eval)"
     metrics = ("tp_eval",)
     gate_values = ("original_accuracy", "optimized_accuracy", "improved_tasks", "improvement_ratio")
@@ -40,4 +39,4 @@ class TpEvalSection(Section):
         return HtmlPart(self.name, self.title, body)
 
 
-register(TpEvalSection())
+register_section("tp_eval", TpEvalSection())

@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any, Sequence, TypedDict
 
 from pytest_mllm.record import Record, RecordPart
-from pytest_mllm.scoring.metrics import BenchmarkView, accuracy
+from pytest_mllm.scoring.metrics import BenchmarkView, accuracy, metric
 
 
 class VariantPart(TypedDict):
@@ -73,6 +73,7 @@ def vrp_metrics(records: Sequence[Record]) -> dict[str, Any]:
     }
 
 
+@metric("vrp", section=True, keys=("vrp",))
 def vrp_section(benchmark: BenchmarkView) -> dict[str, Any]:
     """Section `vrp`: `vrp_metrics` over the benchmark's records."""
     return {"vrp": vrp_metrics(benchmark.records)}

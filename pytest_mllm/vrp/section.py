@@ -7,14 +7,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_mllm.sections import HtmlPage, HtmlPart, OutputFile, Section, percent, register
+from pytest_mllm.sections import HtmlPage, HtmlPart, OutputFile, Section, percent, register_section
 from pytest_mllm.vrp.metrics import VARIANT
 
 _RELATION = ("consistency", "relation_holds", "sensitivity")
 
 
 class VrpSection(Section):
-    name = "vrp"
     title = "Visual referring prompts (VRPTEST)"
     metrics = ("vrp",)
     gate_values = _RELATION
@@ -68,4 +67,4 @@ class VrpSection(Section):
         return None
 
 
-register(VrpSection())
+register_section("vrp", VrpSection())

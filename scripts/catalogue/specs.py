@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Write benchmarks/catalogue/specs/ from the catalogue: one spec per VLMEvalKit dataset whose scoring a type
-template reproduces (pytest_mllm/engine/catalogue.py), except the names a hand-written spec holds; and
+template reproduces (pytest_mllm/scoring/catalogue_templates.py), except the names a hand-written spec holds; and
 docs/catalogue.md, the catalogue as a page.
 
     python scripts/catalogue/specs.py           # (re)write the folder (stale specs removed) and the page
@@ -16,9 +16,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from pytest_mllm.engine.catalogue import (KIND_LABELS, TEMPLATES, lmms_eval, runnable, spec_text,  # noqa: E402
-                                          specs_folder, vlmevalkit)
+from pytest_mllm.engine.catalogue import (kind_label, lmms_eval, runnable, spec_text, specs_folder,  # noqa: E402
+                                          vlmevalkit)
 from pytest_mllm.engine.spec import ALIASES, bundled_specs  # noqa: E402
+from pytest_mllm.scoring.catalogue_templates import TEMPLATES  # noqa: E402
 
 PAGE = REPO / "docs" / "catalogue.md"
 
@@ -47,20 +48,21 @@ def page() -> str:
         "",
         f"{len(runs)} of VLMEvalKit's {len(entries)} dataset names run here by that name (`--mllm-bench=NAME`, or an",
         "lmms-eval task name that maps to it), scored as VLMEvalKit's own evaluate scores them without a judge",
-        "(`--judge exact_matching`); the released file is `NAME.tsv` in the data folder. A name a hand-written spec",
+        "(`--judge exact_matching`); the released file is `NAME.tsv` in the data folder, fetched from VLMEvalKit's URL",
+        "into the data cache on first use when no folder is given (checked against its MD5). A name a hand-written spec",
         "holds runs that spec and its reference (docs/benchmarks.md): MME, POPE and MMMU_DEV_VAL follow the",
         "benchmarks' own scripts, not VLMEvalKit's. `pytest --mllm-list` shows the same.",
         "",
         "| kind | names | how |",
         "|---|---|---|",
     ]
-    for kind, template in TEMPLATES.items():
+    for kind, template in sorted(TEMPLATES.entries().items()):
         count = sum(1 for e in runs if e.kind == kind)
         lines.append(f"| {template.label} | {count} | {template.scored_by} |")
     lines += ["", "## Runs here", "", "| name | kind | lmms-eval | spec | VLMEvalKit's scorer |", "|---|---|---|---|---|"]
     for entry in runs:
         spec = f"`{held[entry.name]}` (hand-written)" if entry.name in held else f"`catalogue/specs/{entry.name}.yaml`"
-        lines.append(f"| {entry.name} | {KIND_LABELS.get(entry.kind, entry.kind)} | {', '.join(entry.lmms_eval) or '—'} "
+        lines.append(f"| {entry.name} | {kind_label(entry.kind)} | {', '.join(entry.lmms_eval) or '—'} "
                      f"| {spec} | `{entry.evaluate.split(':')[-1]}`: {entry.scorer} |")
     reasons: dict[str, list[str]] = {}
     for entry in entries:

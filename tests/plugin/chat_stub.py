@@ -67,3 +67,76 @@ class ChatStub:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class FaultyServer:
+    """A loopback HTTP server that misbehaves as a broken or hostile server does, for every request (the
+    model listing included): `fault` is "trickle" (headers, then a byte of the body every 0.1 s), "hung"
+    (reads the request, never answers), "gzip-bomb" (a gzip body of about 64 kB that decodes to 64 MiB),
+    "endless" (a chunked body without end). A fake on purpose: no real server does these on demand."""
+
+    _bomb: list[bytes] = []  # made once
+
+    def __init__(self, fault: str) -> None:
+        import socket
+
+        self.fault = fault
+        self.calls = 0
+        self._stopped = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+
+    def _serve(self, conn: Any) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            self.calls += 1
+            try:
+                self._misbehave(conn)
+            except OSError:
+                pass  # the client gave up
+
+    def _misbehave(self, conn: Any) -> None:
+        import gzip
+
+        json_head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if self.fault == "hung":
+            self._stopped.wait(120)
+        elif self.fault == "trickle":
+            conn.sendall(json_head + b"Content-Length: 1000000\r\n\r\n" + b'{"choices": [{"message": {"content": "')
+            while not self._stopped.wait(0.1):
+                conn.sendall(b"y")
+        elif self.fault == "gzip-bomb":
+            if not FaultyServer._bomb:
+                FaultyServer._bomb.append(gzip.compress(b'{"choices": [{"message": {"content": "'
+                                                        + b" " * (64 * 2**20) + b'"}}]}'))
+            body = FaultyServer._bomb[0]
+            conn.sendall(json_head + f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        elif self.fault == "endless":
+            conn.sendall(json_head + b"Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b" " * 2**20
+            while not self._stopped.is_set():
+                conn.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def __enter__(self) -> "FaultyServer":
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        self._thread.join()
+        self._listener.close()

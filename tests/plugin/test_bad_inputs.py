@@ -233,7 +233,8 @@ class Case:
     build: Callable[[Path], None] = nothing
     env: dict[str, str] = field(default_factory=dict)
     ini: str = ""  # lines of [tool.pytest.ini_options]
-    tool: str = ""  # "merge" or "compare": the args go to that command instead of pytest
+    tool: str = ""  # "merge", "compare" or "curate": the args go to that command instead of pytest
+    changes: tuple[str, ...] = ()  # files the case builds that the run may change (a cache it writes to)
 
 
 GOOD_SPEC = "name: mine\nloader: jsonl\nparser: mme\ndata: {root: data, file: b.jsonl}\n"
@@ -549,7 +550,8 @@ CASES = [
          "--mllm-json={tmp}/data/results.json"), OK, "results written to", jsonl_bench()),
     Case("output: --mllm-json over an earlier results file in the data folder", ("{tmp}/mine.yaml", YES,
          "--mllm-json={tmp}/data/results.json"), OK, "results written to",
-         both(jsonl_bench(), files(**{"data__results.json": '{\n "pytest_mllm": "0.1.0",\n "records": []\n}\n'}))),
+         both(jsonl_bench(), files(**{"data__results.json": '{\n "pytest_mllm": "0.1.0",\n "records": []\n}\n'})),
+         changes=("data/results.json",)),
     Case("output: the final write fails, one error", (*SHAPES, *FEW, "--mllm-json={tmp}/out/r.json"), USAGE,
          "pytest-mllm: error: cannot write the results {tmp}/out/r.json (File exists)",
          files(**{"conftest.py": FOLDER_GONE_AT_THE_END})),
@@ -714,9 +716,11 @@ CASES = [
     # -- issue 28: a broken cache warns and the run goes on ----------------------------------------------
     Case("cache: the right version, the wrong columns", (*COUNTING, *SHAPES[1:], *FEW), OK,
          "its responses table has the columns key, text, expected key, response, model, created, latency_s",
-         both(cache_file("key TEXT PRIMARY KEY, text TEXT"), files(**{"conftest.py": "DISK_FULL = False\n" + CACHED_MODEL}))),
+         both(cache_file("key TEXT PRIMARY KEY, text TEXT"), files(**{"conftest.py": "DISK_FULL = False\n" + CACHED_MODEL})),
+         changes=("cache/responses.sqlite3",)),  # moved aside, a new cache in its place
     Case("cache: not a database", (*COUNTING, *SHAPES[1:], *FEW), OK, "was unusable",
-         files(**{"cache__responses.sqlite3": b"not sqlite" * 100, "conftest.py": "DISK_FULL = False\n" + CACHED_MODEL})),
+         files(**{"cache__responses.sqlite3": b"not sqlite" * 100, "conftest.py": "DISK_FULL = False\n" + CACHED_MODEL}),
+         changes=("cache/responses.sqlite3",)),
     Case("cache: its disk fills up mid-run", (*COUNTING, *SHAPES[1:], *FEW), OK,
          "a write failed (database or disk is full); the cache is off for the rest of this run",
          files(**{"conftest.py": "DISK_FULL = True\n" + CACHED_MODEL})),
@@ -756,12 +760,19 @@ def test_the_table_is_large_and_its_cases_distinct() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input(case: Case, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_case(case, pytester, monkeypatch)
+
+
+def run_case(case: Case, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Build and run `case`; check its status, its message, that nothing went wrong on the way and that no file
+    the case built changed (but those it names in `changes`). Returns the output."""
     tmp = pytester.path
     case.build(tmp)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value.replace("{tmp}", str(tmp)))
     if case.ini:
         pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{case.ini}\n")
+    inputs = sha256_of_files(tmp)
     args = [arg.replace("{tmp}", str(tmp)) for arg in case.args]
     if case.tool:
         status, output = _run_tool(case.tool, args)
@@ -776,16 +787,32 @@ def test_bad_input(case: Case, pytester: pytest.Pytester, monkeypatch: pytest.Mo
     assert "\x1b[2J" not in output and "\x1b[31m" not in output, output  # data's terminal escapes are shown escaped
     if case.status is not None:
         assert status == case.status, output
+    after = sha256_of_files(tmp)
+    changed = sorted(name for name, digest in inputs.items() if after.get(name) != digest and name not in case.changes)
+    assert not changed, f"inputs changed by the run: {changed}\n{output}"
+    return output
+
+
+def sha256_of_files(folder: Path) -> dict[str, str]:
+    """{path relative to `folder`: sha256} of every regular file under it (links and special files left out)."""
+    import hashlib
+
+    found = {}
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
 
 
 def _run_tool(tool: str, args: list[str]) -> tuple[int, str]:
-    """(exit status, stdout and stderr) of pytest-mllm-merge or pytest-mllm-compare run in this process."""
+    """(exit status, stdout and stderr) of pytest-mllm-merge, -compare or -curate run in this process."""
+    from pytest_mllm.curation import cli as curate
     from pytest_mllm.report import compare, merge
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = {"merge": merge.main, "compare": compare.main}[tool](args)
+            status = {"merge": merge.main, "compare": compare.main, "curate": curate.main}[tool](args)
         except SystemExit as exc:  # argparse
             status = exc.code if isinstance(exc.code, int) else 2
     return status, out.getvalue() + "\n" + err.getvalue()

@@ -52,8 +52,9 @@ def test_the_command_compares_runs_and_writes_both_reports(pytester: pytest.Pyte
     flipped = {i for i in verdicts[0] if verdicts[0][i] != verdicts[1][i]}
     assert flipped and {f["id"] for f in comparison["flips"]} == flipped
     fixed = {i for i in flipped if verdicts[1][i]}
-    assert comparison["flip_counts"]["yes.json"] == {"compared": 360, "regressed": len(flipped - fixed),
-                                                     "fixed": len(fixed)}
+    assert comparison["flip_counts"]["yes.json"] == {"compared": 360, "changed_inputs": 0,
+                                                     "regressed": len(flipped - fixed), "fixed": len(fixed)}
+    assert shapes["data_changed"] == [None, False] and shapes["data"][0]  # one data, read twice
 
     page = html.read_text(encoding="utf-8")
     assert "random.json" in page and "yes.json" in page and "<svg" in page

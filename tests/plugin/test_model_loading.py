@@ -24,11 +24,13 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def broken(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real model folder whose weights file was cut short (as an interrupted download leaves it)."""
+    """A real model folder whose weights file is corrupt inside (its header names a tensor type no reader
+    knows), whole in size: only loading shows it (a weights file cut short is named before any sample:
+    test_bad_outputs_and_answers.py)."""
     folder = tmp_path_factory.mktemp("broken") / "model"
     shutil.copytree(tiny, folder)
     weights = folder / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:1000])
+    weights.write_bytes(weights.read_bytes().replace(b'"dtype":"F32"', b'"dtype":"Q32"', 1))
     return folder
 
 
@@ -54,6 +56,46 @@ def test_a_load_that_fails_stops_the_run_at_the_first_sample(pytester: pytest.Py
                                  "pytest-mllm: the model could not be loaded: *(the run stopped at the first sample "
                                  "that needed it)", "*Interrupted: the model could not be loaded*", "*1 error in*"])
     assert len(result.stdout.lines) < 40
+
+
+@pytest.fixture(scope="module")
+def answers_nothing(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real model folder whose generation settings forbid every token but the special ones: it loads, and
+    answers '' to everything (as a family whose answers are cut at the wrong place would)."""
+    folder = tmp_path_factory.mktemp("silent") / "model"
+    shutil.copytree(tiny, folder)
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    special = {token["id"] for token in tokenizer["added_tokens"]}
+    settings = json.loads((folder / "generation_config.json").read_text())
+    settings["suppress_tokens"] = sorted(set(tokenizer["model"]["vocab"].values()) - special)
+    (folder / "generation_config.json").write_text(json.dumps(settings))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def fails_every_sample(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real model folder whose image processor crops images larger than its vision tower takes: it loads, and
+    every request fails (its vision tower refuses the image)."""
+    folder = tmp_path_factory.mktemp("mismatched") / "model"
+    shutil.copytree(tiny, folder)
+    settings = json.loads((folder / "processor_config.json").read_text())
+    settings["image_processor"]["crop_size"] = {"height": 64, "width": 64}
+    settings["image_processor"]["size"] = {"shortest_edge": 64}
+    (folder / "processor_config.json").write_text(json.dumps(settings))
+    return folder
+
+
+@pytest.mark.parametrize(("fixture", "reason"), [
+    ("answers_nothing", "loaded but answered '' to a first test question"),
+    ("fails_every_sample", "loaded but failed on a first test question (ValueError: Input image size (64*64)"),
+])
+def test_a_model_that_would_fail_every_sample_stops_the_run_at_the_first(
+        pytester: pytest.Pytester, request: pytest.FixtureRequest, fixture: str, reason: str) -> None:
+    folder = request.getfixturevalue(fixture)
+    result = pytester.runpytest(*BASE, f"--mllm=hf:{folder}", *FEW)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # no score of empty answers or of errors
+    assert result.stdout.str().count("ERROR shapes::") == 1
+    result.stdout.fnmatch_lines([f"pytest-mllm: the model could not be loaded: '{folder}' {reason}*"])
 
 
 def test_under_xdist_each_worker_stops_at_its_first_sample(pytester: pytest.Pytester, broken: Path) -> None:

@@ -95,10 +95,11 @@ def _parser_with_a_bug(response: str, sample: object) -> str:
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_records_equal_samples_under_each_injected_failure(fault: str, pytester: pytest.Pytester,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_mllm.scoring.parsers import PARSERS
+                                                           request: pytest.FixtureRequest) -> None:
+    from pytest_mllm.scoring.score import PARSERS, parser
 
-    monkeypatch.setitem(PARSERS, "buggy", _parser_with_a_bug)  # a parser of the user's, registered for this test
+    parser("buggy")(_parser_with_a_bug)  # a parser of the user's, registered for this test
+    request.addfinalizer(lambda: PARSERS.remove("buggy"))
     tmp = pytester.path
     _benchmark(tmp, parser="buggy" if fault == "parser raises" else "mme", eps=fault == "eps image")
     if fault == "cache wrong columns":

@@ -133,6 +133,40 @@ def test_requests_stay_in_flight_across_tests(pytester: pytest.Pytester) -> None
     assert state["most"] == 4
 
 
+def test_xdist_workers_share_the_concurrency_and_the_cache(pytester: pytest.Pytester) -> None:
+    """Two workers, concurrency 3: never more than 3 requests in flight between them (2 + 1), every sample
+    answered once; the re-run is answered from the cache they share, asking nothing."""
+    lock, state = threading.Lock(), {"now": 0, "most": 0, "calls": 0}
+
+    def slow(body: dict[str, Any]) -> str:
+        with lock:
+            state["now"] += 1
+            state["calls"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return "yes"
+
+    spec = jsonl_bench(pytester.path, 40)
+    with ChatStub(slow) as server:
+        def run(out: Path) -> list[dict[str, Any]]:
+            result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--mllm=openai:m",
+                                                   f"--mllm-bench={spec}", "--mllm-concurrency=3",
+                                                   f"--mllm-base-url={server.base_url}", f"--mllm-json={out}",
+                                                   f"--mllm-cache-dir={pytester.path / 'cache'}")
+            assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+            return json.loads(out.read_text())["records"]
+
+        first = run(pytester.path / "first.json")
+        assert state["calls"] == 40 and 2 <= state["most"] <= 3
+        again = run(pytester.path / "again.json")
+    assert state["calls"] == 40  # nothing asked again
+    assert sorted(r["id"] for r in first) == sorted(r["id"] for r in again) and len(first) == 40
+    assert all(r["cached"] for r in again) and not any(r["cached"] for r in first)
+    assert all(r["status"] == "correct" for r in first + again)
+
+
 def test_the_served_identity_holds_the_servers_model_entry_and_the_stated_revision() -> None:
     entry = {"id": "m", "object": "model", "owned_by": "me", "root": "/ckpt/step-1000", "created": 1}
     with ChatStub(echo) as server:

@@ -15,20 +15,17 @@ from pytest_mllm.engine.evaluator import sample_record
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.sample import Response, Sample
 from pytest_mllm.scoring.mean_score import mean_score
-from pytest_mllm.scoring.metrics import KNOWN_METRICS, benchmark_metrics
-from pytest_mllm.scoring.parsers import PARSERS, SCORED_PARSERS, get_parser, normalize_answer
+from pytest_mllm.scoring.metrics import benchmark_metrics, known_metrics
 from pytest_mllm.scoring.references import (
-    SCORERS,
     anls,
     caption_bleu4,
     levenshtein,
     normalize_vqa_answer,
     relaxed_accuracy,
     relaxed_correct,
-    score_answer,
     vqa_match,
 )
-from pytest_mllm.scoring.score import score_record
+from pytest_mllm.scoring.score import PARSERS, get_parser, normalize_answer, score_answer, score_record
 
 # --------------------------------------------------------------------------- ANLS
 
@@ -174,9 +171,10 @@ def test_a_missing_sacrebleu_errors_the_caption_sample_alone(monkeypatch: pytest
 
 
 def test_scored_parsers_are_registered_and_read_the_whole_response() -> None:
-    assert set(SCORED_PARSERS) == set(SCORERS) >= {"anls", "relaxed_accuracy", "vqa_match", "caption_bleu4"}
-    assert set(SCORED_PARSERS) <= set(PARSERS)
-    read = get_parser("anls")  # lmms-eval hands the whole response to LIME-M's scoring functions
+    scored = {name for name, parser in PARSERS.entries().items() if parser.scorer is not None}
+    assert scored >= {"anls", "relaxed_accuracy", "vqa_match", "caption_bleu4"}
+    assert scored <= set(PARSERS.names())
+    read = get_parser("anls").read  # lmms-eval hands the whole response to LIME-M's scoring functions
     assert read("  blue\nThe bars are blue.\n", None) == "  blue\nThe bars are blue.\n"  # type: ignore[arg-type]
     assert normalize_answer("  INV-0042 ", "anls") == "INV-0042"  # shown as given
     with pytest.raises(KeyError, match="scored against references: anls, caption_bleu4"):
@@ -227,7 +225,7 @@ def rec(task: str, correct: bool, score: float | None = None, status: str | None
 
 
 def test_mean_score_per_task_group_and_overall() -> None:
-    assert "mean_score" in KNOWN_METRICS
+    assert "mean_score" in known_metrics()
     records = [rec("doc", True, 1.0), rec("doc", False, 0.9), rec("doc", False, 0.5), rec("doc", False, 0.0),
                rec("yn", True), rec("yn", False),  # no score: counted 1.0 / 0.0 by correctness
                rec("doc", False, 0.7, status="error")]  # errors never score

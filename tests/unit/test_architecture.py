@@ -1,5 +1,6 @@
 """The package's shape: rooms in one layer order with no arrow back up, no import circles, pytest
-only in the harness, the evaluation core usable without it.
+only in the harness, the evaluation core usable without it; every registry entry defined where its
+registry's index says, by a module that imports its registry, and no import hidden in a string.
 
 The import graph counts every import in a module (top-level, inside functions and under
 TYPE_CHECKING), read with `ast` from the source files.
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest_mllm
 
@@ -22,6 +24,7 @@ PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
 # `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
 LAYERS = (
     "__init__", "echo", "safe_yaml",  # the version; values shown in messages, YAML read with limits
+    "registry",  # named entries registered where they are defined (loaders, parsers, metrics, model kinds, sections)
     "sample", "record", "sections",  # the typed hand-offs; what methods add beside accuracy
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
@@ -168,3 +171,74 @@ def test_the_evaluation_core_runs_without_pytest(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # MME-style pairs, one "Yes" and one "No" per image: the yes baseline gets half, and no image both.
     assert done.stdout.split() == ["20", "0.5", "0.0", "pass"]
+
+
+# -- registries ----------------------------------------------------------------------------------------
+
+
+def registries() -> dict[str, Any]:
+    """Each registry of the package, by the module that holds it (where its decorators are defined)."""
+    from pytest_mllm.engine.spec import LOADERS
+    from pytest_mllm.models.ref import MODEL_KINDS
+    from pytest_mllm.scoring.metrics import METRICS
+    from pytest_mllm.scoring.catalogue_templates import TEMPLATES
+    from pytest_mllm.scoring.score import PARSERS
+    from pytest_mllm.sections import SECTIONS
+
+    return {"pytest_mllm.engine.spec": LOADERS, "pytest_mllm.scoring.score": PARSERS,
+            "pytest_mllm.scoring.metrics": METRICS, "pytest_mllm.models.ref": MODEL_KINDS,
+            "pytest_mllm.sections": SECTIONS, "pytest_mllm.scoring.catalogue_templates": TEMPLATES}
+
+
+def test_each_entry_is_registered_by_the_module_the_index_names_which_imports_its_registry() -> None:
+    """The registry imports a module by its name only where the index read from the source says it declares
+    an entry: importing it registers exactly those names, and it imports the registry's module, so its
+    arrow is in the import graph (and the layer order) like any other."""
+    import importlib
+
+    from pytest_mllm.registry import declarations
+
+    graph = import_graph()
+    for home, registry in registries().items():
+        index = registry.index()
+        assert index, f"{home}: no entry declared"
+        for module in sorted(set(index.values())):
+            importlib.import_module(module)
+            here = [name for name, at in index.items() if at == module]
+            assert sorted(registry.registered_by(module)) == sorted(here), (module, registry.kind)
+            assert home in graph[module], f"{module} registers {registry.kind}s without importing {home}"
+        declared = [d.name for d in declarations() if d.decorator in registry.decorators]
+        assert len(set(declared)) == len(declared), f"a {registry.kind} name declared twice: {declared}"
+        assert registry.names() == declared
+
+
+def test_no_module_is_imported_by_a_name_in_a_string() -> None:
+    """Only the registry imports by name (the modules its index read from the source); a "module:function"
+    string anywhere else would hide an arrow from the import graph."""
+    users = []
+    for name, (path, _) in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = node.func if isinstance(node, ast.Call) else None
+            named = getattr(called, "attr", None) or getattr(called, "id", None)
+            if named in ("import_module", "__import__"):
+                users.append(name)
+    assert sorted(set(users)) == ["pytest_mllm.registry"]
+
+
+def test_the_schema_and_the_listing_read_the_registries() -> None:
+    from pytest_mllm.engine.spec import LOADERS, spec_schema
+    from pytest_mllm.harness.listing import listing
+    from pytest_mllm.models.ref import MODEL_KINDS
+    from pytest_mllm.models.registry import known_names
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
+
+    properties = spec_schema()["properties"]
+    assert properties["loader"]["enum"] == sorted(LOADERS.names())
+    assert properties["parser"]["enum"] == sorted(PARSERS.names())
+    assert properties["metrics"]["items"]["enum"] == sorted(known_metrics())
+    assert all(f"{name} (" in properties["loader"]["description"] for name in LOADERS.names())
+    text = listing()
+    for names in (LOADERS.names(), PARSERS.names(), known_metrics(), known_names()):
+        assert all(name in text for name in names)
+    assert set(MODEL_KINDS.names()) >= {"hf", "openai", "replay", "baseline", "alias", "tiny"}

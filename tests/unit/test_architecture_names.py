@@ -56,16 +56,17 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation"),  # word matching; LIME-M's judge panel
     "tiny_lvlm_ehub": ("pytest_mllm.judge", "pytest_mllm.scoring.word_match"),
     "mmbench": ("pytest_mllm.scoring.circular", "pytest_mllm.scoring.circular_section"),  # its CircularEval
+    "mmt": ("pytest_mllm.scoring.category_mean",),  # MMT-Bench's report: meta-tasks as the mean of their subtasks
 }
 
 # Generic modules that still name a benchmark or method, and the names (space-separated): to be emptied,
 # never grown.
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
-    "pytest_mllm.engine.catalogue": "ccocr chartqa circular docvqa judge mmt ocrbench textvqa",
+    "pytest_mllm.engine.catalogue": "judge",
     "pytest_mllm.engine.output_paths": "vrp",
     "pytest_mllm.engine.spec": "ai2d chartqa docvqa hallusionbench lime mmbench mme mmmu mmstar mmt ocrbench "
-                               "pope realworldqa scienceqa seedbench textvqa tiny_lvlm_ehub vrp",
+                               "pope realworldqa scienceqa seedbench textvqa vrp",
     "pytest_mllm.evaluation": "judge tpeval vrp",
     "pytest_mllm.harness.hooks": "tpeval",
     "pytest_mllm.harness.listing": "vrp",
@@ -73,19 +74,18 @@ PENDING: dict[str, str] = {
     "pytest_mllm.harness.progress": "tpeval",
     "pytest_mllm.harness.setup": "tpeval",
     "pytest_mllm.harness.shard": "vrp",
-    "pytest_mllm.loaders": "mme vrp",
+    "pytest_mllm.loaders": "mme",
     "pytest_mllm.loaders.parquet": "mmmu",
     "pytest_mllm.loaders.tsv": "circular mmmu",
     "pytest_mllm.loaders.vqa": "docvqa judge pope scienceqa textvqa tiny_lvlm_ehub",
     "pytest_mllm.models.registry": "mme",
     "pytest_mllm.models.replay": "mme",
-    "pytest_mllm.scoring.count_bootstrap": "circular mme pope",
+    "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
-    "pytest_mllm.scoring.metrics": "ccocr circular hallusionbench judge lime mme mmmu ocrbench pope tpeval vrp",
-    "pytest_mllm.scoring.parsers": "ccocr judge mme mmmu pope",
+    "pytest_mllm.scoring.parsers": "mme pope",
     "pytest_mllm.scoring.references": "chartqa docvqa ocrbench textvqa vrp",
-    "pytest_mllm.scoring.score": "ccocr judge mmmu",
-    "pytest_mllm.scoring.uncertainty": "circular mme pope vrp",
+    "pytest_mllm.scoring.score": "judge",
+    "pytest_mllm.scoring.uncertainty": "circular",
 }
 
 

@@ -15,13 +15,14 @@ import pytest
 
 from pytest_mllm.engine import catalogue
 from pytest_mllm.engine.spec import ALIASES, SpecError, bundled_specs, find_spec, load_spec
+from pytest_mllm.scoring.catalogue_templates import TEMPLATES
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "fixtures" / "catalogue_source"
 SCRIPTS = REPO / "scripts" / "catalogue"
 REASONS = ("judge-graded", "video", "interleaved output", "no ground truth here", "scorer not reproduced yet",
            "data not a released TSV")
-KINDS = {*catalogue.TEMPLATES, "mcq", "yes_no", "vqa", "judge", "video", "interleaved", "other"}
+KINDS = {*TEMPLATES.names(), "mcq", "yes_no", "vqa", "judge", "video", "interleaved", "other"}
 
 
 def _script(name: str) -> ModuleType:
@@ -111,7 +112,7 @@ def test_the_committed_catalogue_is_well_formed() -> None:
         assert entry.md5 is None or re.fullmatch("[0-9a-fA-F]{32}", entry.md5), entry.name
         assert entry.modality in ("IMAGE", "VIDEO") and entry.kind in KINDS, entry.name
         if entry.supported:
-            assert entry.reason is None and entry.kind in catalogue.TEMPLATES and entry.url, entry.name
+            assert entry.reason is None and entry.kind in TEMPLATES and entry.url, entry.name
         else:
             assert entry.reason and entry.reason.startswith(REASONS), entry.name
         for task in entry.lmms_eval:

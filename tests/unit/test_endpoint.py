@@ -18,7 +18,7 @@ def test_defaults_resolve_the_base_url_from_the_environment(monkeypatch: pytest.
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     endpoint = Endpoint()
     assert endpoint.url == "https://api.openai.com/v1" and endpoint.base_url is None
-    assert (endpoint.timeout_s, endpoint.max_retries, endpoint.concurrency) == (120.0, 4, 8)
+    assert (endpoint.timeout_s, endpoint.max_retries, endpoint.concurrency) == (60.0, 4, 8)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1/")
     assert Endpoint().url == "http://127.0.0.1:8000/v1"
     assert Endpoint("http://judge:9000/v1/").url == "http://judge:9000/v1"

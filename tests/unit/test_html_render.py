@@ -258,7 +258,7 @@ def test_compare_lists_the_samples_whose_verdict_flipped() -> None:
     assert flips["a"]["change"] == "regressed" and flips["a"]["thumbnail"] == JPEG
     assert flips["a"]["before"]["status"] == "correct" and flips["a"]["after"]["response"] == "No"
     assert flips["b"]["change"] == "fixed" and flips["d"]["change"] == "fixed"  # error → correct
-    assert result["flip_counts"] == {"head": {"compared": 4, "regressed": 1, "fixed": 2}}
+    assert result["flip_counts"] == {"head": {"compared": 4, "changed_inputs": 0, "regressed": 1, "fixed": 2}}
 
 
 def test_compare_checks_regression_limits_for_each_later_run() -> None:

@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import pytest
 from metric_records import rec
 
 from pytest_mllm.engine.spec import SpecError, load_spec
-from pytest_mllm.scoring import metrics
 from pytest_mllm.scoring.gates import flatten
-from pytest_mllm.scoring.metrics import KNOWN_METRICS, BenchmarkView, Metric, Scope, ScopeView, benchmark_metrics, register
+from pytest_mllm.scoring.metrics import (METRICS, BenchmarkView, Metric, Scope, ScopeView, benchmark_metrics,
+                                         known_metrics, register)
+from pytest_mllm.scoring.pope import scope_pope
 
 
 def test_all_errors_leave_no_accuracy() -> None:
@@ -23,12 +24,12 @@ def test_all_errors_leave_no_accuracy() -> None:
 
 
 def test_known_metrics_are_the_declarable_registered_names() -> None:
-    assert set(KNOWN_METRICS) == {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
+    assert set(known_metrics()) == {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
                                   "mean_score", "circular", "mmmu", "category_mean", "ocrbench", "hallusionbench",
                                   "captions", "ocrbench_accuracy", "lime_score", "cider", "ocr_f1"}
-    assert "tp_eval" not in KNOWN_METRICS  # registered, but switched on by the records only
+    assert "tp_eval" not in known_metrics()  # registered, but switched on by the records only
     with pytest.raises(ValueError, match="already registered"):
-        register(Metric("pope", "pytest_mllm.scoring.pope:scope_pope"))
+        register(Metric("pope", scope_pope))
 
 
 # --------------------------------------------------------------------------- a test-local metric
@@ -50,10 +51,12 @@ def latency_section(benchmark: BenchmarkView) -> dict[str, Any]:
 
 
 @pytest.fixture
-def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+def registry() -> Iterator[None]:
     """The built-in registry again after the test, whatever it registered."""
-    monkeypatch.setattr(metrics, "METRICS", list(metrics.METRICS))
-    monkeypatch.setattr(metrics, "KNOWN_METRICS", metrics.KNOWN_METRICS)
+    before = set(METRICS.names())
+    yield
+    for name in set(METRICS.names()) - before:
+        METRICS.remove(name)
 
 
 def test_a_registered_metric_is_declared_by_a_spec(registry: None, tmp_path: Path) -> None:
@@ -62,7 +65,7 @@ def test_a_registered_metric_is_declared_by_a_spec(registry: None, tmp_path: Pat
     with pytest.raises(SpecError, match="'abstentions' is not one of"):
         load_spec(spec_file)
 
-    register(Metric("abstentions", f"{__name__}:scope_abstentions"))
+    register(Metric("abstentions", scope_abstentions))
     spec = load_spec(spec_file)
     records = [rec("a", None, "yes", "yes"), rec("a", None, "no", ""), rec("b", None, "no", ""),
                rec("b", None, "no", "", status="error")]
@@ -74,8 +77,7 @@ def test_a_registered_metric_is_declared_by_a_spec(registry: None, tmp_path: Pat
 
 
 def test_a_registered_section_applies_on_its_own(registry: None) -> None:
-    register(Metric("latency", f"{__name__}:latency_section", section=True, applies=f"{__name__}:has_latency",
-                    declarable=False))
+    register(Metric("latency", latency_section, section=True, applies=has_latency, declarable=False))
     records = [rec("a", None, "yes", "yes"), rec("a", None, "no", "yes")]
     assert list(benchmark_metrics(records, ["accuracy"], {})) == ["overall", "tasks", "groups"]
     records[1]["latency_s"] = 2.5

@@ -29,7 +29,7 @@ from pytest_mllm.record import new_record
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring import mmmu
 from pytest_mllm.scoring.metrics import benchmark_metrics
-from pytest_mllm.scoring.parsers import normalize_answer
+from pytest_mllm.scoring.score import normalize_answer
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mmmu"
 CHOICES = (("A", "red apple"), ("B", "banana"), ("C", "cherry pie"), ("D", "date"))

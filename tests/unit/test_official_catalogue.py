@@ -31,7 +31,7 @@ import pytest
 
 from pytest_mllm.engine.catalogue import vlmevalkit
 from pytest_mllm.record import Record
-from pytest_mllm.scoring.references import score_answer
+from pytest_mllm.scoring.score import score_answer
 
 from official_runs import ReplayRun, replay_run
 

@@ -187,7 +187,7 @@ def test_list_looking_answer_cells_are_computed_as_the_reference_evals_them(refe
     """Each cell of `list_cells` (`[1/2]`, `[2*3, 'a']`, `[Gambia, Niger]`, …) against each prediction scores
     what the reference's metric gives (its `eval` of the cell, then the metric), and is this row's error
     where the reference stops (an item that is not text: AttributeError; OCRBench evals every cell)."""
-    from pytest_mllm.scoring.references import score_answer
+    from pytest_mllm.scoring.score import score_answer
 
     for case in REFERENCE["list_cells"]:
         expected = case[reference_name]

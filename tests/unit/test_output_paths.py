@@ -4,6 +4,7 @@ limits (`safe_yaml.py`): pure logic, on real files."""
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import time
@@ -20,9 +21,12 @@ from pytest_mllm.engine.output_paths import (
     Output,
     OutputError,
     OutputWriteError,
+    append_atomically,
+    append_problem,
     check_outputs,
     file_name_problem,
     inside_folder,
+    path_problem,
     write_atomically,
 )
 from pytest_mllm.safe_yaml import MAX_ITEMS, load_yaml
@@ -145,3 +149,84 @@ def test_excerpts_are_bounded_and_escapes_escaped() -> None:
     assert excerpt(True) == "True" and excerpt("ab") == "'ab'" and excerpt(10 ** 5000) == "int of 16610 bits"
     assert printable("a\x1b[2Jb\u202e") == "a\\x1b[2Jb\\u202e"
     assert printable("line 1\nline 2\x07", keep_lines=True) == "line 1\nline 2\\x07"
+
+
+# -- only regular files are written; the job summary is appended to ---------------------------------
+
+
+@pytest.fixture
+def specials(tmp_path: Path) -> dict[str, Path]:
+    """A FIFO, a socket, a link out of its folder and one beside its target, in tmp."""
+    import socket
+
+    os.mkfifo(tmp_path / "fifo")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "stdout").symlink_to("/dev/stdout")
+    (tmp_path / "out" / "outside").symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "out" / "real.json").write_text("{}")
+    (tmp_path / "out" / "beside").symlink_to(tmp_path / "out" / "real.json")
+    return {name: tmp_path / name for name in ("fifo", "sock")} | {
+        name: tmp_path / "out" / name for name in ("stdout", "outside", "beside", "real.json")}
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("fifo", "is a FIFO (named pipe), not a regular file"), ("sock", "is a socket, not a regular file"),
+    ("stdout", "is a symbolic link to "), ("outside", "is a symbolic link to "),
+])
+def test_an_output_that_is_no_regular_file_is_refused_naming_the_option(specials: dict[str, Path], name: str,
+                                                                        problem: str) -> None:
+    with pytest.raises(OutputError, match=f"--mllm-html={specials[name]}: {re.escape(problem)}"):
+        check_outputs([Output("--mllm-html", specials[name])])
+    with pytest.raises(OutputWriteError, match=re.escape(problem)):  # checked again when written
+        write_atomically(specials[name], "x")
+    assert specials[name].is_symlink() if name in ("stdout", "outside") else not specials[name].is_file()  # untouched
+
+
+def test_a_device_is_never_replaced_and_regular_files_and_links_beside_them_are(specials: dict[str, Path]) -> None:
+    assert path_problem(Path("/dev/null")) == "is a character device, not a regular file"
+    with pytest.raises(OutputError, match="--mllm-json=/dev/null: is a character device"):
+        check_outputs([Output("--mllm-json", Path("/dev/null"))])
+    assert path_problem(specials["beside"]) is None and path_problem(specials["real.json"]) is None
+    assert path_problem(specials["real.json"].parent / "new.json") is None
+
+
+def test_the_job_summary_is_refused_when_it_is_an_input_an_output_or_no_regular_file(
+        tmp_path: Path, specials: dict[str, Path]) -> None:
+    inputs = _data(tmp_path)
+    option = "$GITHUB_STEP_SUMMARY"
+    assert "that is the data file of benchmark 'mine'" in append_problem(tmp_path / "data" / "b.jsonl", option, inputs)
+    assert "that is inside the data folder" in append_problem(tmp_path / "data" / "new.md", option, inputs)
+    assert "--mllm-json writes there too" in append_problem(
+        tmp_path / "r.json", option, outputs=[Output("--mllm-json", tmp_path / "r.json")])
+    assert "is a FIFO" in append_problem(specials["fifo"], option)
+    assert "its folder" in append_problem(tmp_path / "missing" / "s.md", option)
+    assert "cannot be appended to" in append_problem(Path("/proc/summary.md"), option)
+    assert append_problem(tmp_path / "summary.md", option, inputs) is None
+    assert not (tmp_path / "summary.md").exists()  # checking creates nothing
+
+
+def test_an_append_is_whole_or_undone(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    append_atomically(summary, "## ours\n")
+    assert summary.read_text() == "earlier step\n## ours\n"
+    with file_size_limit(summary.stat().st_size + 10), pytest.raises(OutputWriteError, match="the file is as it was"):
+        append_atomically(summary, "x" * 10_000, what="the job summary")
+    assert summary.read_text() == "earlier step\n## ours\n"
+
+
+def test_outputs_leave_out_a_job_summary_they_cannot_append_to_with_a_warning(tmp_path: Path) -> None:
+    from pytest_mllm.report.outputs import Outputs
+
+    outputs = Outputs(json_path=tmp_path / "r.json", markdown_path=tmp_path / "s.md", step_summary=tmp_path / "r.json")
+    checked = outputs.check()
+    assert checked.step_summary is None
+    assert checked.step_summary_problem.startswith(f"$GITHUB_STEP_SUMMARY={tmp_path / 'r.json'}: --mllm-json writes")
+    assert "the run and its other outputs are not affected" in checked.step_summary_problem
+    written, warning = checked.write_summary("## summary")
+    assert written == [("Markdown summary", tmp_path / "s.md")] and warning == checked.step_summary_problem
+    (tmp_path / "job.md").write_text("before\n")
+    written, warning = Outputs(step_summary=tmp_path / "job.md").check().write_summary("## summary")
+    assert warning is None and (tmp_path / "job.md").read_text() == "before\n## summary\n"

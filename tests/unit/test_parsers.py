@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.parsers import (OTHER, UNREADABLE, get_parser, mme_official, multiple_choice,
+from pytest_mllm.scoring.parsers import (OTHER, UNREADABLE, mme_official, multiple_choice,
                                          multiple_choice_lenient, pope, yes_no_lenient)
+from pytest_mllm.scoring.score import get_parser
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import pytest
 from pytest_mllm.engine.endpoint import Endpoint
 from pytest_mllm.models.model_args import parse_model_args
 from pytest_mllm.models.preflight import ModelUnavailable, check_model
+from pytest_mllm.models.ref import ModelRef
 
 
 def test_missing_packages_are_named_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -19,7 +20,7 @@ def test_missing_packages_are_named_with_the_install_command(monkeypatch: pytest
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     with pytest.raises(ModelUnavailable, match=r"^--mllm=tiny-llava needs torch, which is not installed in this "
                                                r"Python \(.*\): pip install 'pytest-mllm\[hf\]'"):
-        check_model("tiny-llava", Endpoint())
+        check_model(ModelRef.parse("tiny-llava"), Endpoint())
 
 
 def test_a_hub_model_not_downloaded_on_an_offline_machine_says_how_to_get_it(
@@ -29,20 +30,20 @@ def test_a_hub_model_not_downloaded_on_an_offline_machine_says_how_to_get_it(
     with pytest.raises(ModelUnavailable, match=r"llava-hf/llava-1.5-7b-hf is not in the Hugging Face cache and "
                                                r"HF_HUB_OFFLINE is set; download it first \(`hf download "
                                                r"llava-hf/llava-1.5-7b-hf`\)"):
-        check_model("llava-1.5-7b", Endpoint())
+        check_model(ModelRef.parse("llava-1.5-7b"), Endpoint())
 
 
 def test_a_subfolder_is_where_the_config_is_looked_for(tmp_path: Path) -> None:
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
-    check_model(f"hf:{tmp_path}", Endpoint(), parse_model_args(["subfolder=model"]))
+    check_model(ModelRef.parse(f"hf:{tmp_path}"), Endpoint(), parse_model_args(["subfolder=model"]))
     with pytest.raises(ModelUnavailable, match="holds no config.json"):
-        check_model(f"hf:{tmp_path}", Endpoint())
+        check_model(ModelRef.parse(f"hf:{tmp_path}"), Endpoint())
 
 
 def test_loading_arguments_for_a_model_that_is_not_a_transformers_model_are_refused() -> None:
     with pytest.raises(ModelUnavailable, match="--mllm-model-args applies to transformers models"):
-        check_model("baseline:yes", Endpoint(), parse_model_args(["revision=main"]))
+        check_model(ModelRef.parse("baseline:yes"), Endpoint(), parse_model_args(["revision=main"]))
 
 
 def test_one_replica_listening_is_enough() -> None:
@@ -53,6 +54,6 @@ def test_one_replica_listening_is_enough() -> None:
         up.bind(("127.0.0.1", 0))
         up.listen()
         up_port = up.getsockname()[1]
-        check_model("openai:m", Endpoint(f"http://127.0.0.1:{down_port}/v1", replicas=(f"http://127.0.0.1:{up_port}/v1",)))
+        check_model(ModelRef.parse("openai:m"), Endpoint(f"http://127.0.0.1:{down_port}/v1", replicas=(f"http://127.0.0.1:{up_port}/v1",)))
     with pytest.raises(ModelUnavailable, match=f"cannot reach the endpoint \\(http://127.0.0.1:{down_port}/v1: "):
-        check_model("openai:m", Endpoint(f"http://127.0.0.1:{down_port}/v1"))
+        check_model(ModelRef.parse("openai:m"), Endpoint(f"http://127.0.0.1:{down_port}/v1"))

@@ -4,7 +4,7 @@ reach every output through the generic reports; the record's core is typed and i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ def streaks_section(view: BenchmarkView) -> dict[str, Any]:
 
 
 class StreaksSection(Section):
-    name = "streaks"
     title = "Streaks"
     metrics = ("streaks", "hit_rate")
     columns = (Column("hit_rate", "hits %", note="hits count streaks above 1"),)
@@ -60,14 +59,19 @@ class StreaksSection(Section):
 
 
 @pytest.fixture
-def streaks(monkeypatch: pytest.MonkeyPatch) -> Section:
+def streaks() -> Iterator[Section]:
     """The section and its metrics registered for one test (the registries as they were afterwards)."""
-    monkeypatch.setattr(metrics, "METRICS", [*metrics.METRICS, Metric("hit_rate", f"{__name__}:scope_hit_rate",
-                                                                      keys=("hit_rate",)),
-                                             Metric("streaks", f"{__name__}:streaks_section", section=True)])
+    registries = (metrics.METRICS, sections.SECTIONS)
+    before = [set(registry.names()) for registry in registries]
+    metrics.register(Metric("hit_rate", scope_hit_rate, keys=("hit_rate",)))
+    metrics.register(Metric("streaks", streaks_section, section=True))
     sections.all_sections()  # the package's own first, as a run finds them
-    monkeypatch.setattr(sections, "_REGISTERED", dict(sections._REGISTERED))
-    return sections.register(StreaksSection())
+    try:
+        yield sections.register_section("streaks", StreaksSection())
+    finally:
+        for registry, names in zip(registries, before):
+            for name in set(registry.names()) - names:
+                registry.remove(name)
 
 
 def _result(tmp_path: Path) -> Any:
@@ -118,21 +122,24 @@ def test_a_section_registered_by_a_plugin_reaches_every_output(streaks: Section,
 
 def test_a_section_may_not_take_another_sections_name_or_column(streaks: Section) -> None:
     class Other(Section):
-        name = "streaks"
+        pass
 
     with pytest.raises(ValueError, match="already registered"):
-        sections.register(Other())
+        sections.register_section("streaks", Other())
+    with pytest.raises(ValueError, match="section 'pope' is already registered"):
+        sections.register_section("pope", Other())
     with pytest.raises(ValueError, match="column 'hit_rate' is another section's"):
-        sections.register(Section(name="more", columns=(Column("hit_rate", "hit %"),)))
+        sections.register_section("more", Section(columns=(Column("hit_rate", "hit %"),)))
     with pytest.raises(TypeError, match="declared attributes"):
         Section(name="x", colums=())
 
 
 def test_the_package_sections_are_found_where_they_are_defined() -> None:
-    found = {s.name: type(s).__module__ for s in sections.all_sections()}
+    assert [s.name for s in sections.all_sections()] == sections.SECTIONS.names()
     assert {"vrp": "pytest_mllm.vrp.section", "judge": "pytest_mllm.judge.section",
             "tp_eval": "pytest_mllm.tpeval.section", "mme_results": "pytest_mllm.loaders.mme_results_section",
-            "mme": "pytest_mllm.scoring.mme_section"}.items() <= found.items()
+            "mme": "pytest_mllm.scoring.mme_section", "pope": "pytest_mllm.scoring.pope_section"}.items() \
+        <= sections.SECTIONS.index().items()
     keys = [part.key for part in sections.record_parts()]
     assert len(keys) == len(set(keys))
     assert {"variant", "judge", "word_match", "human_label", "extraction", "original", "caption"} <= set(keys)
@@ -204,7 +211,7 @@ def test_each_method_says_its_result_in_one_markdown_line() -> None:
 
 
 def test_a_section_names_only_registered_metrics() -> None:
-    registered = {metric.name for metric in metrics.METRICS}
+    registered = set(metrics.METRICS.names())
     for section in sections.all_sections():
         assert set(section.metrics) <= registered, (section.name, section.metrics)
         assert section.metrics or not (section.columns or section.gate_values), section.name  # whose values?

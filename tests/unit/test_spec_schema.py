@@ -28,21 +28,22 @@ def test_committed_schema_is_what_the_model_generates() -> None:
 
 
 def test_schema_lists_the_registered_names() -> None:
-    from pytest_mllm.scoring.metrics import KNOWN_METRICS
-    from pytest_mllm.scoring.parsers import PARSERS
+    from pytest_mllm.scoring.metrics import known_metrics
+    from pytest_mllm.scoring.score import PARSERS
 
     properties = spec_schema()["properties"]
-    assert properties["parser"]["enum"] == sorted(PARSERS)
-    assert properties["metrics"]["items"]["enum"] == sorted(KNOWN_METRICS)
+    assert properties["parser"]["enum"] == sorted(PARSERS.names())
+    assert properties["metrics"]["items"]["enum"] == sorted(known_metrics())
     assert properties["variants"]["enum"] == ["none", "grid", "full", "property"]
     assert "mme" in properties["loader"]["enum"] and properties["name"]["description"]
     assert spec_schema()["required"] == ["name", "loader"]
 
 
-def test_registries_are_read_at_validation_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_mllm.scoring import parsers
+def test_registries_are_read_at_validation_time(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from pytest_mllm.scoring.score import PARSERS, get_parser, parser
 
-    monkeypatch.setattr(parsers, "PARSERS", {**parsers.PARSERS, "my_parser": parsers.PARSERS["exact"]})
+    parser("my_parser")(get_parser("exact").read)
+    request.addfinalizer(lambda: PARSERS.remove("my_parser"))
     path = tmp_path / "spec.yaml"
     path.write_text("name: x\nloader: jsonl\ntasks: {t: {parser: my_parser}}\n", encoding="utf-8")
     assert load_spec.__wrapped__(path).task_settings("t").parser == "my_parser"
@@ -96,7 +97,7 @@ def test_every_problem_is_one_line_naming_file_and_field_without_pydantic_words(
         "'name'", "'loader'", "'data.folder'", "'parser'", "'max_new_tokens'", "'metrics'", "'tasks.t.template'"]
     assert all(line.startswith(f"{path}: field '") for line in lines)
     assert "True must be a positive integer" in lines[4]
-    assert lines[2].endswith("unknown field; allowed fields: file, root")
+    assert lines[2].endswith("unknown field; allowed fields: file, hub, md5, root, url")
     assert lines[6].endswith("unknown field; allowed fields: parser, prompt")
     for jargon in ("Input should", "pydantic", "errors.pydantic.dev", "validation error", "type="):
         assert jargon not in str(info.value)

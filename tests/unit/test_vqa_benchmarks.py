@@ -15,13 +15,9 @@ from pytest_mllm.record import new_record
 from pytest_mllm.scoring.hallusionbench import scope_hallusionbench
 from pytest_mllm.scoring.metrics import ScopeView
 from pytest_mllm.scoring.ocrbench import ocrbench_hme_match, ocrbench_match
-from pytest_mllm.scoring.parsers import PARSERS, yes_no_vlmevalkit
-from pytest_mllm.scoring.references import (
-    list_literal,
-    normalize_textvqa_answer,
-    normalize_vqa_answer,
-    score_answer,
-)
+from pytest_mllm.scoring.parsers import yes_no_vlmevalkit
+from pytest_mllm.scoring.references import list_literal, normalize_textvqa_answer, normalize_vqa_answer
+from pytest_mllm.scoring.score import get_parser, score_answer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vqa_benchmarks"
 REFERENCE = json.loads((FIXTURES / "reference_scores.json").read_text(encoding="utf-8"))
@@ -40,7 +36,7 @@ def _rows(folder: str, tsv: str) -> list[tuple[str, str, str]]:
 def test_textvqa_scores_equal_vlmevalkit_per_sample() -> None:
     expected = REFERENCE["TextVQA_VAL"]["per_sample"]
     for index, cell, response in _rows("textvqa", "TextVQA_VAL.tsv"):
-        score, _ = score_answer("textvqa_score", PARSERS["textvqa_score"](response, None), [cell])
+        score, _ = score_answer("textvqa_score", get_parser("textvqa_score").read(response, None), [cell])
         assert score == pytest.approx(expected[index], rel=1e-12), index
         assert normalize_textvqa_answer(response) == REFERENCE["TextVQA_VAL"]["eval_pred"][index]
 
@@ -61,7 +57,7 @@ def test_docvqa_anls_equals_vlmevalkit_per_sample() -> None:
             continue
         distances = ast.literal_eval(REFERENCE["DocVQA_VAL"]["eval_match"][index])
         best = 1 - min(distances)
-        score, correct = score_answer("docvqa_anls", PARSERS["docvqa_anls"](response, None), [cell])
+        score, correct = score_answer("docvqa_anls", get_parser("docvqa_anls").read(response, None), [cell])
         assert score == pytest.approx(0.0 if best < 0.5 else best, rel=1e-12), index
         assert correct is (score == 1.0)
 
@@ -69,7 +65,7 @@ def test_docvqa_anls_equals_vlmevalkit_per_sample() -> None:
 def test_chartqa_relaxed_equals_vlmevalkit_per_sample() -> None:
     expected = REFERENCE["ChartQA_TEST"]["per_sample"]
     for index, cell, response in _rows("chartqa", "ChartQA_TEST.tsv"):
-        assert score_answer("chartqa_relaxed", PARSERS["chartqa_relaxed"](response, None), [cell])[0] == expected[index]
+        assert score_answer("chartqa_relaxed", get_parser("chartqa_relaxed").read(response, None), [cell])[0] == expected[index]
 
 
 def test_ocrbench_matches_equal_its_script_per_sample() -> None:
