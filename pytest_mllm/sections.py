@@ -320,6 +320,11 @@ def record_parts() -> tuple[RecordPart[Any], ...]:
     return tuple(part for section in all_sections() for part in section.record_parts)
 
 
+def run_metadata_keys() -> frozenset[str]:
+    """The sample metadata keys that say how a run chose a sample, not what it asks (`RecordPart.of_the_run`)."""
+    return frozenset(part.from_metadata for part in record_parts() if part.of_the_run and part.from_metadata)
+
+
 def parts_from_sample(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """The parts a new record holds, as record fields: those in every record (null), and those a sample's
     metadata fills (a part's `from_metadata` key)."""

@@ -320,15 +320,18 @@ class Difference:
 
 def paired_difference(records: Sequence[Record], baseline: Sequence[Record], setup: MetricSetup,
                       keys: Sequence[str]) -> dict[str, Difference]:
-    """{key: this run − baseline, estimated for the full benchmark} on the drawn units both runs hold."""
+    """{key: this run − baseline, estimated for the full benchmark} on the drawn samples both runs hold with the
+    same input (`record.same_input`: a sample whose data changed is no pair)."""
     import numpy as np
 
-    ids = {r["id"] for r in baseline}
-    shared = [r for r in records if r["id"] in ids]
+    from pytest_mllm.record import same_input
+
+    before = {r["id"]: r for r in baseline}
+    shared = [r for r in records if r["id"] in before and same_input(before[r["id"]], r)]
     if not shared:
         return {}
     subset = Subset.of(shared)
-    head, base = _counts(subset, setup), _counts(subset, setup, baseline)
+    head, base = _counts(subset, setup), _counts(subset, setup, [before[r["id"]] for r in shared])
     if head is None or base is None:
         return {}
     rows = subset.weights()

@@ -22,4 +22,4 @@ class DrawInfo(TypedDict):
     samples: int  # the benchmark's samples
 
 
-DRAW: RecordPart[DrawInfo] = RecordPart("estimate", from_metadata="estimate")
+DRAW: RecordPart[DrawInfo] = RecordPart("estimate", from_metadata="estimate", of_the_run=True)

@@ -15,9 +15,11 @@ pytest.importorskip("scipy.stats")
 BASE = ("-p", "no:cacheprovider", "-p", "no:randomly", "--mllm-bench=shapes", "--mllm-cache=off")
 
 
-def _run(pytester: pytest.Pytester, model: str, *args: str, json_path: Path | None = None) -> pytest.RunResult:
+def _run(pytester: pytest.Pytester, model: str, *args: str, json_path: Path | None = None,
+         subprocess: bool = False) -> pytest.RunResult:
     extra = (f"--mllm-json={json_path}",) if json_path else ()
-    return pytester.runpytest(*BASE, f"--mllm={model}", *extra, *args)
+    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest  # the HTML report's thumbnails: PIL's
+    return run(*BASE, f"--mllm={model}", *extra, *args)  # plugins do not survive an in-process run's module reset
 
 
 def _panel(pytester: pytest.Pytester) -> str:
@@ -39,7 +41,7 @@ def test_a_subset_run_is_labelled_an_estimate_in_every_output(pytester: pytest.P
     assert _run(pytester, "baseline:random:4", json_path=full).ret == pytest.ExitCode.OK
     est, md, html, junit = (pytester.path / name for name in ("est.json", "est.md", "est.html", "junit.xml"))
     result = _run(pytester, "baseline:random:4", "--mllm-estimate=20%", f"--mllm-estimate-panel={panel}",
-                  f"--mllm-markdown={md}", f"--mllm-html={html}", f"--junitxml={junit}", json_path=est)
+                  f"--mllm-markdown={md}", f"--mllm-html={html}", f"--junitxml={junit}", json_path=est, subprocess=True)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*shapes · ESTIMATE of the full benchmark (not a full run): estimate from * of 360 "
                                  "samples*stratified by difficulty, size 20%*panel sha256:*",

@@ -87,3 +87,19 @@ def test_a_plain_limit_on_a_full_run_is_untouched() -> None:
     found = evaluate_regressions([parse_max_drop("b.accuracy=0.02")], {"b": {"accuracy": 0.85}},
                                  {"b": {"accuracy": 0.9}}, {"b": "accuracy"})[0]
     assert isinstance(found.gate, Gate) and found.verdict == "fail" and found.limit == pytest.approx(0.88)
+
+
+def test_a_sample_s_draw_is_not_part_of_its_input() -> None:
+    """A subset run's records pair with a full run's by input digest: the draw says how the run chose the
+    sample, not what the model is asked."""
+    import dataclasses
+
+    from pytest_mllm.engine.data_identity import input_digest
+    from pytest_mllm.sample import Sample
+
+    sample = Sample(id="s1", benchmark="b", task="t", question="Is it red?", answer="Yes", metadata={"hint": "h"})
+    info = DrawInfo(method="stratified", size="20%", seed=0, panel="sha256:x", stratum="t", stratum_units=10,
+                    stratum_draws=2, strata=1, units=10, samples=10)
+    drawn = dataclasses.replace(sample, metadata={**sample.metadata, DRAW.key: info})
+    assert input_digest(drawn) == input_digest(sample)
+    assert input_digest(dataclasses.replace(sample, metadata={"hint": "other"})) != input_digest(sample)
