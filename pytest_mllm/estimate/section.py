@@ -10,6 +10,7 @@ from typing import Any
 from pytest_mllm.estimate.parts import DRAW
 from pytest_mllm.estimate.summary import LABEL, shown_keys
 from pytest_mllm.record import Record
+from pytest_mllm.scoring.uncertainty import LEVEL
 from pytest_mllm.sections import HtmlPage, HtmlPart, Section, StandIn, is_points_key, register_section
 
 _LOW, _HIGH = "ci_low", "ci_high"
@@ -59,10 +60,14 @@ class EstimateSection(Section):
             return None
         base = key.removeprefix("estimate.")
         value = flat.get(f"estimate.{base}")
-        if value is None:
-            return None
-        return StandIn(value, flat.get(f"estimate.{base}.{_LOW}"), flat.get(f"estimate.{base}.{_HIGH}"), 0.95,
-                       f"{LABEL} from {flat['estimate.samples_run']:g} of {flat['estimate.samples']:g} samples")
+        subset = f"{flat['estimate.samples_run']:g} of {flat['estimate.samples']:g} samples"
+        if value is None:  # a subset run's value that is not estimated: never taken for the full run's
+            measured = flat.get(key)
+            return None if measured is None else StandIn(
+                measured, None, None, LEVEL, f"not estimated ({base} is not a ratio of counts): the subset's own value, "
+                                             f"{subset}")
+        return StandIn(value, flat.get(f"estimate.{base}.{_LOW}"), flat.get(f"estimate.{base}.{_HIGH}"), LEVEL,
+                       f"{LABEL} from {subset}")
 
     def pair(self, base: Sequence[Record], head: Sequence[Record], setup: Any) -> Any | None:
         if not any(DRAW.get(r) is not None for r in head):

@@ -44,6 +44,12 @@ def test_a_gate_on_a_full_run_is_untouched() -> None:
     assert (found.verdict, found.note) == ("fail", "")
 
 
+def test_a_value_a_subset_does_not_estimate_says_it_is_the_subset_s() -> None:
+    flat = {**_flat(0.8, 0.76, 0.84), "mean_score": 0.4}
+    found = evaluate_gate(parse_gate("b.mean_score>=0.3"), {"b": flat})
+    assert found.verdict == "pass" and "the subset's own value, 72 of 360 samples" in found.note
+
+
 def test_an_estimate_s_own_keys_may_be_gated_too() -> None:
     found = evaluate_gate(parse_gate("b.estimate.accuracy>=0.9"), {"b": _flat(0.8, 0.76, 0.84)})
     assert found.verdict == "fail" and "interval" in found.note
