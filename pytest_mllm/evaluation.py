@@ -57,6 +57,15 @@ class TaskJob(Protocol):
                  progress: Callable[[str, int], None]) -> dict[str, Any]:
         """The task's outcome, as a plain dict; a `record.MessageOnly` error fails its test alone."""
 
+    def plan_lines(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> list[str]:
+        """What the selected (benchmark, task) pairs will cost at most, shown once before they start."""
+
+    def task_finished(self, spec: BenchmarkSpec, outcome: dict[str, Any]) -> None:
+        """A task's outcome reached the process that ends the run: kept at once (an interrupted run keeps it)."""
+
+    def summary(self, outcomes: Sequence[dict[str, Any]]) -> tuple[str, list[Any], list[str], list[str]]:
+        """The terminal summary's part for the finished tasks: (heading, tables, warnings, lines)."""
+
 
 SampleCheck = Callable[[Sample, Answer, Callable[[list[Record]], None]], None]
 
@@ -249,11 +258,15 @@ class Evaluation:
         """How VRP variants apply to this benchmark: the run's setting, else the spec's `variants`."""
         return self.settings.vrp_mode or spec.variants
 
+    def data_root(self, spec: BenchmarkSpec) -> Path | None:
+        """Where a benchmark's data is read from: its --mllm-data root (under any name it answers to), else its
+        variable, its `data.root`, or the run's data cache (`BenchmarkSpec.resolve_data_root`)."""
+        return spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
+
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
         """All samples of a benchmark, with their VRP variants in grid and full mode; with --mllm-estimate, the
         subset drawn of them (`estimate.plan`; a SpecError when the panel cannot draw it)."""
-        root = spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
-        samples = load_samples(spec, root)
+        samples = load_samples(spec, self.data_root(spec))
         self._rows[spec.name] = samples
         mode = self.variant_mode(spec)
         found = list(samples)
@@ -409,13 +422,13 @@ class Evaluation:
         read again where this process did not load them (an xdist controller); None if they cannot be."""
         from pytest_mllm.engine.data_identity import data_identity
 
-        root = spec.resolve_data_root(self.settings.data.get(spec.name) or self.settings.data.get(""))
-        rows = self._rows.get(spec.name)
-        if rows is None:
-            try:
+        try:
+            root = self.data_root(spec)
+            rows = self._rows.get(spec.name)
+            if rows is None:
                 rows = load_samples(spec, root)
-            except (SpecError, OSError, ValueError):
-                return None
+        except (SpecError, OSError, ValueError):
+            return None
         return data_identity(spec, root, rows)
 
     def describe(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""pytest-mllm's entry point: options, the marker and fixtures, and activation.
+"""pytest-mllm's entry point: the options, the marker, the fixtures, the hooks users implement, and activation.
 
-This module stays import-light: without a --mllm option nothing else of the package
-(and nothing heavy) is imported and no hook does any work. With one, `harness.setup`
-starts the run and registers the hooks that delegate to the evaluation core.
+This module stays import-light: pytest loads it in every run, and without a --mllm option (or
+--mllm-list, --markers, --help) nothing else of the package but `pytest_compat` is imported and no
+hook does any work. With one, `harness.setup` starts the run and registers the hooks that delegate
+to the evaluation core.
 """
 
 from __future__ import annotations
@@ -12,19 +13,213 @@ from typing import Any
 
 import pytest
 
+from pytest_mllm.pytest_compat import help_requested
+
 MARKER = "mllm_bench"
 
 
+class MllmHookspecs:
+    """Hooks users implement in a conftest.py or plugin."""
+
+    @pytest.hookspec(firstresult=True)
+    def pytest_mllm_make_model(self, spec: str, config: pytest.Config) -> Any:
+        """Return a model for the `--mllm` value `spec`, or None to leave it to others.
+
+        A model has `name`, `needs_images` and `generate(requests) -> responses`
+        (see `pytest_mllm.sample.Model`).
+        """
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_mllm.harness import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.add_hookspecs(MllmHookspecs)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_mllm.harness.options import add_options
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    add_options(parser, lists=help_requested(pluginmanager))
 
-    add_options(parser)
+
+def add_options(parser: pytest.Parser, lists: bool = True) -> None:
+    """pytest-mllm's command-line and ini options (read and checked in `harness/options.py` when a run starts);
+    `lists`: the help names every model form and bundled benchmark (imports the registries: for --help)."""
+    group = parser.getgroup("mllm", "multimodal-LLM benchmarks (pytest-mllm)")
+    group.addoption("--mllm", metavar="MODEL", help=_model_help() if lists else "model under test")
+    group.addoption("--mllm-bench", action="append", metavar="NAME",
+                    help=_bench_help() if lists else "benchmark to run: a bundled name or a spec file (.yaml)")
+    group.addoption("--mllm-data", action="append", metavar="[NAME=]PATH",
+                    help="data root of a benchmark (else $MLLM_DATA_<NAME>, else the spec's data.root, else its released "
+                         "data fetched into the data cache)")
+    group.addoption("--mllm-data-cache", metavar="DIR",
+                    help="where released benchmark data is fetched to and reused from (default $PYTEST_MLLM_DATA_CACHE, "
+                         "else ~/.cache/pytest-mllm/data)")
+    group.addoption("--mllm-offline", action="store_true",
+                    help="download nothing: data missing from the data cache is an error naming the command that "
+                         "fetches it on a connected machine (also when HF_HUB_OFFLINE=1)")
+    group.addoption("--mllm-limit", type=int, metavar="N",
+                    help="a smoke run: at most N samples per task, the first in file order (MME pairs, MMBench circular "
+                         "passes and VRP variants stay whole); the results record the limit")
+    group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
+    group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
+    group.addoption("--mllm-markdown", metavar="PATH",
+                    help="write a Markdown summary (scores with intervals, gates, regressions, the reports' paths) "
+                         "for a CI page; also appended to $GITHUB_STEP_SUMMARY when that variable is set")
+    group.addoption("--mllm-list", action="store_true",
+                    help="list the bundled benchmarks (other tools' names for them, tasks, markers, the metric paths "
+                         "gates can name, the data each needs) and exit")
+    group.addoption("--mllm-mme-results", metavar="DIR",
+                    help="also write yes/no answers in MME's official results format (one file per subtask)")
+    group.addoption("--mllm-gate", action="append", metavar="EXPR",
+                    help="score gate such as 'mme.perception>=1400'; a failing gate fails the session")
+    group.addoption("--mllm-gate-skip-missing", action="store_true", default=None,
+                    help="a gate whose benchmark or task did not run is 'not run' instead of failed "
+                         "(ini: mllm_gate_skip_missing = true)")
+    group.addoption("--mllm-baseline", metavar="PATH", help="earlier --mllm-json results for regression gates")
+    group.addoption("--mllm-max-drop", action="append", metavar="[METRIC=]DROP",
+                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'; "
+                         "'mme.perception=significant' fails only on a significant drop (0.05), "
+                         "'mme.perception=20@0.05' only when the drop exceeds 20 with 95%% confidence")
+    group.addoption("--mllm-strict", action="store_true", help="incorrect answers fail (for must-pass suites)")
+    group.addoption("--mllm-max-image-pixels", type=int, default=89_478_485, metavar="N",
+                    help="refuse images with more pixels than this (default: Pillow's limit; a larger value lifts "
+                         "Pillow's own limit as well)")
+    group.addoption("--mllm-show-incorrect", type=int, default=10, metavar="N",
+                    help="wrong answers listed in the summary (all with -v)")
+    group.addoption("--mllm-batch-size", type=int, default=8, metavar="N",
+                    help="samples generated together (tests stay one per sample; default 8)")
+    group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
+                    help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
+    group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
+    group.addoption("--mllm-vrp", choices=("none", "grid", "full", "property"),
+                    help="visual-referring-prompt variants of samples with a target region: the default grid "
+                         "(VRPTEST: 4 partial + 8 full per source), the full product, or hypothesis property tests")
+    group.addoption("--mllm-vrp-examples", type=int, default=8, metavar="N",
+                    help="variants drawn per source sample in --mllm-vrp=property (each is a model call)")
+    group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
+    group.addoption("--mllm-no-image", action="store_true",
+                    help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
+    group.addoption("--mllm-base-url", action="append", metavar="URL",
+                    help="OpenAI-compatible endpoint for openai:<model> (else $OPENAI_BASE_URL, else OpenAI); several "
+                         "replicas of one model: repeat or comma-separate (requests spread over them, a failing one's "
+                         "requests go to another; answers are cached under the first URL)")
+    group.addoption("--mllm-api-key-env", metavar="NAME",
+                    help="environment variable holding the API key, which must then be set (default: $OPENAI_API_KEY; "
+                         "the key itself never goes on the command line)")
+    group.addoption("--mllm-concurrency", type=int, default=8, metavar="N",
+                    help="requests in flight to an endpoint (per replica)")
+    group.addoption("--mllm-max-new-tokens", type=int, metavar="N",
+                    help="longest answer, overriding every benchmark spec's max_new_tokens (ini: mllm_max_new_tokens)")
+    group.addoption("--mllm-shard", metavar="I/N",
+                    help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
+                         "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
+    group.addoption("--mllm-timeout", type=float, default=60.0, metavar="S",
+                    help="seconds an endpoint request may take, all of it (connecting, headers, body); not retried "
+                         "once spent, and a server that answers nothing in that time fails the run's later requests")
+    group.addoption("--mllm-replay-min-match", type=float, default=0.9, metavar="FRACTION",
+                    help="--mllm=replay:FILE: refuse a recording whose questions or targets agree with the samples "
+                         "they answer for less than this share of the rows that hold them (0 to 1; 0 accepts any)")
+    group.addoption("--mllm-model-revision", metavar="TEXT",
+                    help="what the served model (openai:<model>) is, e.g. its checkpoint or deployment: part of the "
+                         "cache key of its answers, with what its server's /models says of it")
+    group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
+                    help="retries (with backoff) on 429, 5xx and connection errors")
+    group.addoption("--mllm-judge", metavar="MODEL",
+                    help="judge LLM for open-ended answers (CEE: five prompts, majority vote), e.g. openai:gpt-4o-mini; "
+                         "without it open answers are scored by word matching")
+    group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-judge-api-key-env", metavar="NAME",
+                    help="environment variable holding the judge's API key, which must then be set "
+                         "(default: $OPENAI_API_KEY)")
+    group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
+                    help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
+    group.addoption("--mllm-judge-max-tokens", type=int, default=512, metavar="N",
+                    help="longest judge reply (analysis plus verdict)")
+    group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
+                    help="judge sampling temperature (the paper's code used 0.5)")
+    group.addoption("--mllm-judge-prompts", metavar="FILE",
+                    help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
+                         "replacing the built-in ones; see the README")
+    group.addoption("--mllm-prompts", metavar="FILE",
+                    help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
+                         "the report compares them with the benchmark's own prompts")
+    group.addoption("--mllm-prompts-transfer", action="store_true",
+                    help="allow a prompts file optimized for another model (TP-Eval's transfer)")
+    group.addoption("--mllm-optimize", metavar="FILE",
+                    help="TP-Eval: customize each task's prompt for the model under test and write them to FILE "
+                         "(one test per task; needs --mllm-optimizer)")
+    group.addoption("--mllm-optimizer", metavar="MODEL", help="the optimizer LLM, openai:<model> on an "
+                    "OpenAI-compatible endpoint")
+    group.addoption("--mllm-optimizer-base-url", metavar="URL", help="the optimizer's endpoint (else $OPENAI_BASE_URL)")
+    group.addoption("--mllm-optimizer-api-key-env", metavar="NAME",
+                    help="environment variable holding the optimizer's API key, which must then be set "
+                         "(default: $OPENAI_API_KEY)")
+    group.addoption("--mllm-optimizer-max-tokens", type=int, default=256, metavar="N",
+                    help="longest optimizer reply (a prompt or an introspection)")
+    for flag, kind, default, text in (
+        ("rounds", int, 16, "optimization rounds N"), ("per-round", int, 3, "new prompts per round M"),
+        ("top-k", int, 8, "earlier prompts shown to the optimizer K"),
+        ("temperature", float, 1.0, "optimizer sampling temperature"),
+        ("alpha", float, 0.8, "weight of accuracy in a prompt's score during the search (α)"),
+        ("alpha-final", float, 0.6, "weight of accuracy in the final re-rank (α*)"),
+        ("few", int, 0, "D_few size per task; 0: the paper's (the whole validation split; half of dev+val when a "
+                        "task has no test samples; else 20 drawn, at most half the task)"),
+        ("seed", int, 0, "seed of the D_few split"),
+    ):
+        group.addoption(f"--mllm-tp-{flag}", type=kind, default=default, metavar="X",
+                        help=f"TP-Eval: {text} (default {default})")
+    group.addoption("--mllm-tp-mode", choices=("auto", "prompt", "prefix"), default="auto",
+                    help="TP-Eval: edit the task's instruction (prompt), or an added phrase before a question that is "
+                         "the whole prompt (prefix); auto decides per task")
+    group.addoption("--mllm-tp-split", choices=("auto", "validation", "seeded"), default="auto",
+                    help="TP-Eval: D_few from the benchmark's validation split (half of dev+val when a task has no "
+                         "test samples, as MMMU in the paper), or a seeded draw (auto: validation when the task has one)")
+    group.addoption("--mllm-tp-zero-shot", action="store_true",
+                    help="TP-Eval: write prompts for tasks not yet in the --mllm-optimize file from the tasks already "
+                         "in it (in-context examples, no scoring)")
+    group.addoption("--mllm-gpus", metavar="LIST",
+                    help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
+    group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",
+                    help="GPUs per worker, for models that span several")
+    group.addoption("--mllm-device", default="auto", help="device for transformers models (auto, cpu, cuda)")
+    group.addoption("--mllm-dtype", default="auto", help="dtype for transformers models (auto: bf16 on GPU, fp32 on CPU)")
+    group.addoption("--mllm-trust-remote-code", action="store_true",
+                    help="allow a transformers model to run code from its repository")
+    group.addoption("--mllm-model-args", action="append", metavar="KEY=VALUE,…",
+                    help="loading arguments for a transformers model and its processor, e.g. revision=main,"
+                         "attn_implementation=sdpa,device_map=auto,max_pixels=802816 (values in JSON where they "
+                         "parse; ini: mllm_model_args)")
+    group.addoption("--mllm-estimate", metavar="SIZE",
+                    help="run a subset of each benchmark and estimate its full scores with 95 %% intervals: a fraction "
+                         "(20%% or 0.2) or a number of samples per benchmark (100); the subset is drawn stratified by "
+                         "the difficulty the --mllm-estimate-panel runs show")
+    group.addoption("--mllm-estimate-panel", action="append", metavar="FILE",
+                    help="earlier runs' --mllm-json results files (or a pytest-mllm-curate manifest.json) grading each "
+                         "sample's difficulty; repeat or comma-separate")
+    group.addoption("--mllm-estimate-method", default="stratified", choices=("stratified", "random"),
+                    help="how the subset is drawn: stratified by difficulty (default) or a plain random subset")
+    group.addoption("--mllm-estimate-seed", type=int, default=0, metavar="N",
+                    help="seed of the subset's draw (default 0; the same seed and panel draw the same subset)")
+    parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
+    parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
+    parser.addini("mllm_cache_dir", default="", help="where the response cache lives")
+    parser.addini("mllm_baseline", default="", help="baseline --mllm-json results for regression gates")
+    parser.addini("mllm_model_args", type="linelist", default=[],
+                  help="loading arguments for a transformers model and its processor (key=value, comma-separated)")
+    parser.addini("mllm_max_new_tokens", default="", help="longest answer, overriding every spec's max_new_tokens")
+    parser.addini("mllm_gate_skip_missing", type="bool", default=False,
+                  help="a gate whose benchmark or task did not run is 'not run' instead of failed")
+
+
+def _model_help() -> str:
+    from pytest_mllm.models.registry import ALIASES, BUILTIN_FORMS
+
+    return ("model under test: an alias (" + ", ".join(sorted(ALIASES)) + "), " + ", ".join(BUILTIN_FORMS)
+            + ", shapes-llava, or a name registered under the pytest_mllm.models entry point")
+
+
+def _bench_help() -> str:
+    from pytest_mllm.engine.spec import bundled_specs
+
+    return ("benchmark to run: a bundled name (" + ", ".join(sorted(bundled_specs())) + ") or a spec file (.yaml); "
+            "repeat or comma-separate for several")
 
 
 def _active(config: pytest.Config) -> bool:
@@ -43,11 +238,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(name, task=None): parametrize `mllm_sample` with a benchmark's samples")
-    if config.getoption("markers", False) or _active(config):  # `pytest --markers` lists every benchmark's
+    if config.getoption("markers", False):  # `pytest --markers` lists every bundled benchmark's
         from pytest_mllm.harness.listing import register_markers
 
         register_markers(config)
-    if _active(config):
+    if _active(config):  # a run registers the markers of its own benchmarks
         from pytest_mllm.harness.setup import start_run
 
         start_run(config)

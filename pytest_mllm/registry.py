@@ -135,19 +135,26 @@ class Registry(Generic[E]):
 
     def get(self, name: str) -> E:
         """The entry registered as `name`, its module imported if need be; UnknownName lists the known names."""
-        if name not in self._entries:
+        if name not in self._entries or self._stale(name):
             module = self.index().get(name)
             if module is None:
                 raise UnknownName(self.unknown(name))
             importlib.import_module(module)  # its decorator registers the entry
-            if name not in self._entries:
+            if name not in self._entries or self._stale(name):
                 raise LookupError(f"{module} declares {self.kind} {name!r} but did not register it")
         return self._entries[name]
+
+    def _stale(self, name: str) -> bool:
+        """Whether the package module that registered `name` has left `sys.modules` since (pytester's in-process
+        runs drop the modules a run imported): its entry would hand out objects of classes the package's
+        modules, imported afresh, no longer have."""
+        module = self._modules[name]
+        return module.startswith(PACKAGE.name + ".") and sys.modules.get(module) is not self._loaded[name]
 
     def entries(self) -> dict[str, E]:
         """Every entry, in index order (each defining module imported); kept until an entry is added or
         removed, so do not change it."""
-        if self._every is None or self._every[0] != self.version:
+        if self._every is None or self._every[0] != self.version or any(map(self._stale, self._every[1])):
             every = {name: self.get(name) for name in self.names()}
             self._every = (self.version, every)
         return self._every[1]

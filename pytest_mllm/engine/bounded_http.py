@@ -77,7 +77,7 @@ def http_packages() -> tuple[Any, Any]:
 
     client_class = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
     httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK
-    if httpx.__name__ == "httpx2":
+    if httpx.__name__ == "httpx2":  # httpx imports its httpcore only when a transport is made: import it here
         import httpcore2 as httpcore
     else:
         import httpcore

@@ -116,10 +116,10 @@ class BenchmarkSpec:
         if bundled.get(key) == self.path:
             return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
                                                           if target == key and alias not in bundled)]))
-        from pytest_mllm.engine import catalogue
+        from pytest_mllm.engine.catalogue import specs_folder, vlmevalkit_entry
 
-        if self.path.parent == catalogue.specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
-            entry = catalogue.vlmevalkit_entry(self.name)
+        if self.path.parent == specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
+            entry = vlmevalkit_entry(self.name)
             others = entry.lmms_eval if entry is not None else ()
             return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
         return (self.name,)
@@ -283,15 +283,16 @@ def find_spec(name_or_path: str) -> Path:
         return path.resolve()
     import difflib
 
-    from pytest_mllm.engine import catalogue  # VLMEvalKit's datasets by their names (and lmms-eval's for them)
+    # VLMEvalKit's datasets by their names (and lmms-eval's for them)
+    from pytest_mllm.engine.catalogue import known_names, spec_path, why_not
 
-    found = catalogue.spec_path(name_or_path)
+    found = spec_path(name_or_path)
     if found is not None:
         return found
-    if (reason := catalogue.why_not(name_or_path)) is not None:
+    if (reason := why_not(name_or_path)) is not None:
         raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
     close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7),
-                             *difflib.get_close_matches(name_or_path, catalogue.known_names(), n=3, cutoff=0.7)])][:3]
+                             *difflib.get_close_matches(name_or_path, known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
     raise SpecError(

@@ -1,7 +1,4 @@
-"""`--mllm-estimate` and its companions: declared for pytest, read and checked into `EstimateSettings`.
-
-Imports nothing but the standard library at module level: the plugin declares these options in every run.
-"""
+"""`--mllm-estimate` and its companions (declared in the plugin): read and checked into `EstimateSettings`."""
 
 from __future__ import annotations
 
@@ -15,21 +12,6 @@ if TYPE_CHECKING:
 
 class EstimateOptionError(ValueError):
     """An --mllm-estimate option that cannot be used; the message names the option and the fix."""
-
-
-def declare(group: Any) -> None:
-    """Add the options to pytest's option group (anything with `addoption`)."""
-    group.addoption("--mllm-estimate", metavar="SIZE",
-                    help="run a subset of each benchmark and estimate its full scores with 95 %% intervals: a fraction "
-                         "(20%% or 0.2) or a number of samples per benchmark (100); the subset is drawn stratified by "
-                         "the difficulty the --mllm-estimate-panel runs show")
-    group.addoption("--mllm-estimate-panel", action="append", metavar="FILE",
-                    help="earlier runs' --mllm-json results files (or a pytest-mllm-curate manifest.json) grading each "
-                         "sample's difficulty; repeat or comma-separate")
-    group.addoption("--mllm-estimate-method", default="stratified", choices=("stratified", "random"),
-                    help="how the subset is drawn: stratified by difficulty (default) or a plain random subset")
-    group.addoption("--mllm-estimate-seed", type=int, default=0, metavar="N",
-                    help="seed of the subset's draw (default 0; the same seed and panel draw the same subset)")
 
 
 def read(option: Callable[[str], Any]) -> EstimateSettings | None:

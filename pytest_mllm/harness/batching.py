@@ -16,7 +16,7 @@ from pytest_mllm.engine.pipeline import AnswerPipeline
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import freeze_survivors
 from pytest_mllm.harness.items import SampleItem
-from pytest_mllm.harness.xdist import WorkerQueue, worker_queue
+from pytest_mllm.pytest_compat import WorkerQueue, worker_queue
 from pytest_mllm.record import Record
 from pytest_mllm.sample import Sample
 

@@ -24,6 +24,7 @@ from pytest_mllm.engine.fetch import (
     offline_by_environment,
 )
 from pytest_mllm.engine.spec import SpecError, load_spec
+from pytest_mllm.pytest_compat import is_worker
 
 
 def read_data_cache(config: pytest.Config) -> DataCache:
@@ -54,7 +55,7 @@ def fetch_run_data(config: pytest.Config, spec_paths: Iterable[Path], data: Mapp
         if missing:
             raise pytest.UsageError(missing_offline(missing, cache))
         return
-    controller = not hasattr(config, "workerinput")  # a worker finds the controller's copy
+    controller = not is_worker(config)  # a worker finds the controller's copy
     progress = FetchProgress(say=_say if controller else lambda line: None,
                              terminal=sys.__stderr__ if controller else None)
     capture = config.pluginmanager.getplugin("capturemanager")

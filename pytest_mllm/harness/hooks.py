@@ -1,21 +1,20 @@
 """The run's pytest hooks, registered only when a --mllm option is given; each delegates to the
-evaluation core (`pytest_mllm.evaluation`), the batcher or the report."""
+evaluation core (`pytest_mllm.evaluation`; `pytest_mllm.conclusion` at the session's end), the batcher,
+a task job's reports or the terminal summary."""
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_mllm import record as records
+import pytest_mllm.record as records
+from pytest_mllm.conclusion import Conclusion, conclude
 from pytest_mllm.echo import printable
-from pytest_mllm.engine.evaluator import load_failure_line
-from pytest_mllm.engine.output_paths import OutputError, OutputWriteError
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
@@ -23,11 +22,11 @@ from pytest_mllm.harness.limit import RunLimit
 from pytest_mllm.harness.log_capture import SampleLogCapture
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
-from pytest_mllm.harness.summary import write_part, write_scores
+from pytest_mllm.harness.summary import write_scores
+from pytest_mllm.harness.task_item import TaskReports
+from pytest_mllm.pytest_compat import is_worker, report_worker
 from pytest_mllm.record import Record
-from pytest_mllm.report.results import BenchmarkResult, baseline_pairing, results_document
 from pytest_mllm.sample import BadSample, Sample
-from pytest_mllm.scoring.gates import Verdict
 
 
 class MllmHooks:
@@ -40,21 +39,15 @@ class MllmHooks:
         self.options = options
         self.evaluation = evaluation
         self.strict = options.strict
-        self.is_worker = hasattr(config, "workerinput")
+        self.is_worker = is_worker(config)
         self.batches = Batcher(config, evaluation, thumbnails=options.outputs.html_path is not None)
         self.log_capture = SampleLogCapture(config)
         self.spec_paths = {p.resolve() for p in options.benchmarks}
-        self.results: dict[str, BenchmarkResult] = {}
-        self.verdicts: list[Verdict] = []
-        self.written: list[tuple[str, Path]] = []
-        self.tp_outcomes: list[dict[str, Any]] = []
+        self.tasks = TaskReports(config, evaluation, self.spec_paths)
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self.limit = RunLimit(options.limit) if options.limit is not None else None  # --mllm-limit
-        self._plan_printed = False
-        self.write_failure = ""  # why an output could not be written at the end
-        self.summary_warning = options.outputs.step_summary_problem  # why the job summary is left out
-        self.failed_load: str | None = None  # the summary's line when the model could not be loaded
+        self.end = Conclusion()  # the run's scores, gates and outputs, from the session's end
 
     def record_for(self, item: pytest.Item) -> Record:
         return self.batches.record_for(item)  # type: ignore[arg-type]
@@ -111,61 +104,36 @@ class MllmHooks:
         for line in self.evaluation.replay_coverage.values():  # collection's own output is captured
             if reporter is not None:
                 reporter.write_line(line)
-        if self.evaluation.settings.optimize and not self.is_worker:
-            self.print_plan([(i.spec, i.task) for i in session.items if hasattr(i, "result_json")])  # type: ignore[attr-defined]
-
-    def print_plan(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> None:
-        """Before an optimization starts: the calls it will make at most."""
-        if self._plan_printed:
-            return
-        self._plan_printed = True
-        reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is None:
-            return
-        try:
-            lines = self.evaluation.optimization.plan_lines(selected)
-        except Exception as exc:  # noqa: BLE001 - the same problem errors the tests, with its full message
-            lines = [f"TP-Eval: the plan could not be computed ({exc})"]
-        for line in lines:
-            reporter.write_line(line, bold=True)
-
-    def workers_collected(self, ids: Sequence[str]) -> None:
-        """Under xdist the controller learns the selected tasks from the workers' collection."""
-        if not self.evaluation.settings.optimize:
-            return
-        specs = {spec.name: spec for spec in map(load_spec, self.spec_paths)}
-        selected = []
-        for nodeid in ids:
-            name, _, task = nodeid.partition("::optimize::")
-            spec = specs.get(Path(name).stem) or specs.get(name)
-            if task and spec is not None:
-                selected.append((spec, task))
-        self.print_plan(selected)
+        if not self.is_worker:
+            self.tasks.collected(session.items)
 
     # -- running ------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         report = yield
-        if call.when == "call" and hasattr(item, "result_json"):  # a TP-Eval task
-            report.mllm_tp = item.result_json()
-            report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
-        if isinstance(item, SampleItem) and call.when == "call" and item.records:
-            load = self.load_report.take_load()  # the model's load is not this sample's time
-            load_s = load["seconds"] if load else 0.0
-            if load:
-                report.mllm_load = load
-            for record in item.records:
-                record["duration_s"] = round(max(report.duration - load_s, 0.0) / len(item.records), 6)
-            self.load_report.stop_on_failure(item.session, item.records)
-            # one JSON string crosses xdist fast; in this process the records ride as they are
-            report.mllm_records = records.dumps(item.records) if self.is_worker else item.records
-            report.mllm_spec = str(item.spec.path)
-            if not self.strict:  # a wrong answer passes, and shows in the JUnit XML (its teardown report's)
-                from pytest_mllm.harness.junit import incorrect_properties
-
-                item.user_properties.extend(incorrect_properties(item.records))
+        if call.when == "call":
+            self.tasks.carry(item, report)
+            if isinstance(item, SampleItem) and item.records:
+                self._carry_records(item, report)
         return report
+
+    def _carry_records(self, item: SampleItem, report: pytest.TestReport) -> None:
+        """A sample test's records on its report, timed without the model's load; a failed load stops the run."""
+        load = self.load_report.take_load()  # the model's load is not this sample's time
+        load_s = load["seconds"] if load else 0.0
+        if load:
+            report.mllm_load = load  # type: ignore[attr-defined]
+        for record in item.records:
+            record["duration_s"] = round(max(report.duration - load_s, 0.0) / len(item.records), 6)
+        self.load_report.stop_on_failure(item.session, item.records)
+        # one JSON string crosses xdist fast; in this process the records ride as they are
+        report.mllm_records = records.dumps(item.records) if self.is_worker else item.records  # type: ignore[attr-defined]
+        report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
+        if not self.strict:  # a wrong answer passes, and shows in the JUnit XML (its teardown report's)
+            from pytest_mllm.harness.junit import incorrect_properties
+
+            item.user_properties.extend(incorrect_properties(item.records))
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, Any] | None:
         if report.when != "call":
@@ -225,22 +193,12 @@ class MllmHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return
-        load = getattr(report, "mllm_load", None)
-        if load and getattr(report, "node", None) is not None:  # a worker loaded the model
-            self.load_report.loaded(load, report.node.gateway.id)
+        load, worker = getattr(report, "mllm_load", None), report_worker(report)
+        if load and worker is not None:  # a worker loaded the model
+            self.load_report.loaded(load, worker)
         spec_path = Path(report.mllm_spec) if hasattr(report, "mllm_spec") else None
         self.evaluation.gather(_records_of(report), spec_path)
-        if getattr(report, "mllm_tp", None):
-            self._task_optimized(json.loads(report.mllm_tp), self.evaluation.spec(spec_path))  # type: ignore[arg-type]
-
-    def _task_optimized(self, outcome: dict[str, Any], spec: BenchmarkSpec) -> None:
-        """Write a finished task into the prompts file at once: an interrupted run keeps it."""
-        from pytest_mllm.tpeval.run import task_prompts
-
-        outcome["benchmark"] = spec.name
-        self.tp_outcomes.append(outcome)
-        if not outcome["already"]:
-            self.evaluation.optimization.save(spec, outcome["task"], task_prompts(outcome["prompts"]))
+        self.tasks.received(report)
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -249,41 +207,19 @@ class MllmHooks:
         self.batches.close()
         if self.is_worker:
             return
-        self.results = self.evaluation.results()
-        current = {name: r.metrics for name, r in self.results.items()}
-        self.verdicts = self.options.gates.verdicts(
-            current, {name: [*r.spec.task_order, *r.spec.groups] for name, r in self.results.items()},
-            {name: r.spec.headline for name, r in self.results.items()},
-            paired=baseline_pairing(self.options.gates, self.results))
-        if any(v.verdict == "fail" for v in self.verdicts) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.end = conclude(self.evaluation, self.options.gates, self.options.outputs, self._settings())
         from pytest_mllm.harness.junit import write_to_junit
 
-        write_to_junit(self.config, self.results, self.verdicts)
-        self.failed_load = load_failure_line([r for result in self.results.values() for r in result.records])
-        if self.failed_load:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the model could not be loaded: nothing was evaluated
-        outputs = self.options.outputs
-        # Only the results JSON and the HTML report read the document: building it computes every metric's
-        # interval (a bootstrap over the records), which a run writing neither would pay for nothing.
-        needed = outputs.json_path is not None or outputs.html_path is not None
-        document = results_document(self.results, self.verdicts, self._settings()) if needed else {}
-        try:
-            self.written = outputs.write(document, self.results)
-            if outputs.markdown_path or outputs.step_summary:
-                from pytest_mllm.report.markdown import github_run_url, markdown_summary
-
-                text = markdown_summary(self.results, self.verdicts, model=self.evaluation.settings.model,
-                                        written=self.written, run_url=github_run_url(os.environ))
-                written, self.summary_warning = outputs.write_summary(text)
-                self.written += written
-        except (OutputWriteError, OutputError) as exc:  # a full disk, a folder gone: one line, not a traceback
-            self.write_failure = f"pytest-mllm: error: {exc}"
+        write_to_junit(self.config, self.end.results, self.end.verdicts)
+        if self.end.usage_error:  # the model could not be loaded (nothing was evaluated), or a file not written
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif self.end.failed_gates and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _settings(self) -> dict[str, Any]:
+        """The run's settings for the results file, beside the evaluation's."""
         gates = self.options.gates
-        return {**self.evaluation.describe(), "benchmarks": [str(p) for p in self.options.benchmarks],
+        return {"benchmarks": [str(p) for p in self.options.benchmarks],
                 "strict": self.strict, "few_deselected": self.few_deselected,
                 "model_loads": self.load_report.loads, "gates": [g.text for g in gates.gates],
                 "baseline": str(gates.baseline) if gates.baseline else None,
@@ -294,7 +230,7 @@ class MllmHooks:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The session's last line names each failed gate (after pytest's "N passed, …" line)."""
-        failed = [v for v in self.verdicts if v.verdict == "fail"]
+        failed = self.end.failed_gates
         reporter = config.pluginmanager.getplugin("terminalreporter")
         if self.is_worker or not failed or reporter is None:
             return
@@ -303,20 +239,16 @@ class MllmHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
-        if self.tp_outcomes:
-            from pytest_mllm.tpeval.report import optimization_summary
-
-            prompts_path = self.evaluation.settings.optimize.path  # type: ignore[union-attr]
-            write_part(terminalreporter, *optimization_summary(self.tp_outcomes, prompts_path))
-        if self.results or self.verdicts:
+        self.tasks.summary(terminalreporter)
+        end = self.end
+        if end.results or end.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
-            write_scores(terminalreporter, self.results, self.verdicts, incorrect_limit=limit, written=self.written)
-        if self.failed_load:  # once, instead of the same message under every sample
-            terminalreporter.write_line(f"pytest-mllm: {self.failed_load}", red=True, bold=True)
-        if self.write_failure:
-            terminalreporter.write_line(self.write_failure, red=True, bold=True)
-        if self.summary_warning:
-            terminalreporter.write_line(f"pytest-mllm: warning: {self.summary_warning}", yellow=True)
+            write_scores(terminalreporter, end.results, end.verdicts, incorrect_limit=limit, written=end.written)
+        for line in (f"pytest-mllm: {end.failed_load}" if end.failed_load else None, end.write_failure):
+            if line:  # once, instead of the same message under every sample
+                terminalreporter.write_line(line, red=True, bold=True)
+        if end.summary_warning:
+            terminalreporter.write_line(f"pytest-mllm: warning: {end.summary_warning}", yellow=True)
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.mark.structures import Mark
 
 from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
 from pytest_mllm.evaluation import AnySample, SampleCheck
 from pytest_mllm.harness.stash import RUN_KEY
+from pytest_mllm.pytest_compat import make_mark
 from pytest_mllm.record import MessageOnly, Record, SampleError
 from pytest_mllm.sample import Sample, SkippedSample
 
@@ -76,19 +76,19 @@ class _Marks:
     def __init__(self, config: pytest.Config, spec: BenchmarkSpec) -> None:
         self.config = config
         self.spec = spec
-        self._cache: dict[str, list[Mark]] = {}
+        self._cache: dict[str, list[pytest.Mark]] = {}
 
-    def _mark(self, name: str | None, what: str) -> list[Mark]:
+    def _mark(self, name: str | None, what: str) -> list[pytest.Mark]:
         marker = marker_name(name) if name else None
         if marker is None:
             return []
         self.config.addinivalue_line("markers", f"{marker}: pytest-mllm {what} {name}")
-        return [Mark(marker, (), {}, _ispytest=True)]
+        return [make_mark(marker)]
 
-    def for_task(self, task: str) -> list[Mark]:
+    def for_task(self, task: str) -> list[pytest.Mark]:
         if task not in self._cache:
             self._cache[task] = (
-                [Mark("mllm", (), {}, _ispytest=True)]
+                [make_mark("mllm")]
                 + [mark for name in self.spec.names for mark in self._mark(name, "benchmark")]
                 + self._mark(self.spec.group_of(task), "group")
                 + self._mark(task, "task")

@@ -9,6 +9,7 @@ beside its place and renamed over it (`AtomicJunit`), as every output is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.junitxml import xml_key
 
 from pytest_mllm.echo import xml_text
+from pytest_mllm.pytest_compat import junit_logfile, junit_written_to, junit_xml
 from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
@@ -35,7 +36,7 @@ def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
 
 def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict]) -> None:
     """Add the scores and the gates to the JUnit XML pytest writes at the session's end (if asked to)."""
-    xml = config.stash.get(xml_key, None)
+    xml = junit_xml(config)
     if xml is None:
         return
     for name, result in results.items():
@@ -96,32 +97,40 @@ class AtomicJunit:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Iterator[None]:
-        xml = self.config.stash.get(xml_key, None)
-        if xml is None:
+        xml = junit_xml(self.config)
+        real = junit_logfile(xml) if xml is not None else None
+        temporary = _temporary_beside(real) if real is not None else None
+        if temporary is None:  # no --junitxml, a writer that does not say where, a folder's problem: pytest's own write
             return (yield)
-        real = xml.logfile
         try:
-            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(real)),
-                                                 prefix=f".{os.path.basename(real)}.", suffix=".tmp")
-        except OSError:  # pytest's own write reports the folder's problem
-            return (yield)
-        os.close(handle)
-        xml.logfile = temporary
-        try:
-            result = yield
-            from pytest_mllm.engine.output_paths import OutputWriteError, write_atomically
-
-            try:
-                write_atomically(Path(real), Path(temporary).read_bytes(), what="the JUnit XML")
-            except OutputWriteError as exc:  # one line, as for every output
-                reporter = self.config.pluginmanager.getplugin("terminalreporter")
-                if reporter is not None:
-                    reporter.write_line(f"pytest-mllm: error: {exc}", red=True, bold=True)
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            with junit_written_to(xml, temporary):
+                result = yield
+            self._replace(session, Path(real), Path(temporary))  # type: ignore[arg-type]
             return result
         finally:
-            xml.logfile = real
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
+
+    def _replace(self, session: pytest.Session, real: Path, temporary: Path) -> None:
+        """The written temporary file replaces the real one whole; a failure is one line and a usage error."""
+        from pytest_mllm.engine.output_paths import OutputWriteError, write_atomically
+
+        try:
+            write_atomically(real, temporary.read_bytes(), what="the JUnit XML")
+        except OutputWriteError as exc:  # one line, as for every output
+            reporter = self.config.pluginmanager.getplugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"pytest-mllm: error: {exc}", red=True, bold=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _temporary_beside(path: str) -> str | None:
+    """A new empty file in `path`'s folder (the JUnit XML's draft); None when the folder refuses it (pytest's own
+    write then reports the folder's problem)."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                                             prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError:
+        return None
+    os.close(handle)
+    return temporary

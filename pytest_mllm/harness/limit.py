@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from pytest_mllm.harness.shard import unit_key
+from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.sample import BadSample, Sample, SkippedSample
 
 
@@ -98,7 +99,7 @@ class RunLimit:
             if not kept:
                 dropped.append(item)
         self.counts = dict(sorted(counts.items()))
-        if hasattr(config, "workerinput"):
+        if is_worker(config):
             config.workeroutput["mllm_limit_counts"] = json.dumps(self.counts)  # type: ignore[attr-defined]
         return dropped
 

@@ -1,14 +1,14 @@
 """What a user can run without reading the source: the bundled benchmarks for `--mllm-list`, and their
-markers for `pytest --markers` (registered only when asked for, or when a run starts: reading every
-spec is not free)."""
+markers: every bundled benchmark's for `pytest --markers` (reading every spec is not free), a run's
+own benchmarks' when it starts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 
-from pytest_mllm.engine import catalogue
+from pytest_mllm.engine.catalogue import listing_lines
 from pytest_mllm.engine.fetch import describe
 from pytest_mllm.engine.spec import ALIASES, BenchmarkSpec, SpecError, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
@@ -33,10 +33,11 @@ def markers(spec: BenchmarkSpec) -> list[tuple[str, str]]:
     return list(dict.fromkeys((marker, kind) for marker, kind in found if marker))
 
 
-def register_markers(config: pytest.Config) -> None:
-    """Every bundled benchmark's markers, so that `pytest --markers` lists them and --strict-markers accepts them."""
+def register_markers(config: pytest.Config, specs: Iterable[BenchmarkSpec] | None = None) -> None:
+    """The markers of `specs` (default: every bundled benchmark), so that `pytest --markers` lists them and
+    --strict-markers accepts them."""
     named: dict[str, dict[str, list[str]]] = {}  # marker → kind → benchmarks
-    for _, spec in bundled():
+    for spec in (spec for _, spec in bundled()) if specs is None else specs:
         for marker, kind in markers(spec):
             benchmarks = named.setdefault(marker, {}).setdefault(kind, [])
             if spec.name not in benchmarks:
@@ -89,7 +90,7 @@ def listing() -> str:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         lines.append("")
-    return "\n".join([*lines, *registered(), *catalogue.listing_lines(ALIASES)])
+    return "\n".join([*lines, *registered(), *listing_lines(ALIASES)])
 
 
 def registered() -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_mllm.engine.evaluator import is_load_failure
+from pytest_mllm.pytest_compat import mid_line, worker_id
 from pytest_mllm.record import Record
 
 STOPPED = "the model could not be loaded"
@@ -20,7 +21,7 @@ class ModelLoadReport:
     def __init__(self, config: pytest.Config, announce: bool = True) -> None:
         self.config = config
         self.announce = announce  # False for models that load instantly (baselines, replay): no lines
-        self.worker = getattr(config, "workerinput", {}).get("workerid")
+        self.worker = worker_id(config)
         self.pending: dict[str, Any] | None = None  # a load not yet taken out of a test's duration
         self.loads: list[dict[str, Any]] = []  # the controller's: where and how long each load took
 
@@ -55,6 +56,6 @@ class ModelLoadReport:
         if reporter is None or self.worker is not None or not self.announce:
             return
         with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            if getattr(reporter, "_width_of_current_line", 0):  # mid-way through xdist's progress letters
+            if mid_line(reporter):  # mid-way through xdist's progress letters
                 reporter.write("\n")
             reporter.write_line(f"pytest-mllm: {text}", bold=True)

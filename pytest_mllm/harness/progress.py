@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_mllm.pytest_compat import is_worker
+
 
 class TaskProgress:
     """`progress(event, n)` for one task: counts calls and shows where the task is."""
@@ -23,7 +25,7 @@ class TaskProgress:
         self.rounds = rounds
         self.counts = {"optimizer": 0, "scorer": 0}  # calls actually sent (replayed ones are free)
         self.round = 0
-        self.visible = not hasattr(config, "workerinput")
+        self.visible = not is_worker(config)
         self._bar: Any = None
         self._bar_task: Any = None
 

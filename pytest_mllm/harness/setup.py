@@ -6,20 +6,23 @@ from __future__ import annotations
 import importlib.util
 import sqlite3
 import warnings
+from pathlib import Path
 
 import pytest
 
-from pytest_mllm.engine.spec import SpecError, find_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, find_spec, load_spec
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.collector import lighter_exit
 from pytest_mllm.harness.gpus import GpuSpecError, configured_groups, worker_specs
 from pytest_mllm.harness.hooks import MllmHooks
 from pytest_mllm.harness.junit import AtomicJunit
+from pytest_mllm.harness.listing import register_markers
 from pytest_mllm.harness.model_handle import ModelHandle
 from pytest_mllm.harness.model_load import ModelLoadReport
 from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.models.ref import ModelRef
+from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.sample import Sample
 
 
@@ -40,7 +43,7 @@ def start_run(config: pytest.Config) -> None:
             ref.entry.check(ref)
         except ValueError as exc:
             raise pytest.UsageError(f"--mllm={model}: {exc}") from None
-    if not hasattr(config, "workerinput") and not config.option.collectonly and not own_models:
+    if not is_worker(config) and not config.option.collectonly and not own_models:
         check_model_available(ref, options)
     bind_workers_to_gpus(config)
     lighter_exit()
@@ -63,27 +66,39 @@ def start_run(config: pytest.Config) -> None:
                 kwargs={"warning_message": warning, "when": "config", "nodeid": "", "location": None})
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    if not hasattr(config, "workerinput"):  # the controller checks them, once
+    if not is_worker(config):  # the controller checks them, once
         _check_gate_paths(options, evaluation)
+    if not config.getoption("markers", False):  # `pytest --markers` has every bundled benchmark's
+        register_markers(config, _readable_specs(options.benchmarks))
     hooks = MllmHooks(config, options, evaluation, load_report)
     config.stash[RUN_KEY] = hooks
     config.pluginmanager.register(hooks, "mllm-session")
-    if not hasattr(config, "workerinput"):
+    if not is_worker(config):  # the controller writes the JUnit XML
         config.pluginmanager.register(AtomicJunit(config), "mllm-junit")
     if importlib.util.find_spec("xdist") is not None:
         from pytest_mllm.harness.xdist import XdistHooks
 
-        config.pluginmanager.register(XdistHooks(hooks.workers_collected), "mllm-xdist")
+        config.pluginmanager.register(XdistHooks(hooks.tasks.workers_collected), "mllm-xdist")
     if options.benchmarks:
         spec_args = [str(p) for p in options.benchmarks]
         explicit = config.args_source == pytest.Config.ArgsSource.ARGS
         config.args = [*config.args, *spec_args] if explicit else spec_args
 
 
+def _readable_specs(paths: list[Path]) -> list[BenchmarkSpec]:
+    """The specs at `paths` that can be read (one that cannot is reported when its file collects)."""
+    specs = []
+    for path in paths:
+        try:
+            specs.append(load_spec(path))
+        except SpecError:
+            continue
+    return specs
+
+
 def _check_gate_paths(options: Options, evaluation: Evaluation) -> None:
     """Before the run: every gate and limit names a metric its benchmark can report (UsageError with the
     closest names). The spec says which; a task the data alone defines is looked up in the samples."""
-    from pytest_mllm.engine.spec import load_spec
     from pytest_mllm.scoring.gates import MetricSpace, gate_path_problems
 
     gates = [*options.gates.gates, *options.gates.max_drops]
@@ -129,7 +144,7 @@ def gpu_groups(config: pytest.Config) -> list[str]:
 
 def bind_workers_to_gpus(config: pytest.Config) -> None:
     """One xdist worker per GPU group, bound through the worker spec (survives restarts)."""
-    if hasattr(config, "workerinput"):
+    if is_worker(config):
         return
     groups = gpu_groups(config)
     workers = len(config.getoption("tx", None) or []) if config.getoption("dist", "no") != "no" else 0

@@ -1,5 +1,5 @@
-"""The end-of-run terminal summary: a run's own report part (an optimization's outcome), the score
-tables, gates, wrong answers."""
+"""The end-of-run terminal summary: a run's own report part (a task job's outcome), the score tables,
+gates, wrong answers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_mllm.pytest_compat import terminal_width
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict
 
@@ -18,7 +19,7 @@ def write_part(reporter: Any, heading: str, renderables: Sequence[Any], warnings
     from pytest_mllm.report.terminal import off_terminal, render
 
     reporter.section(heading)
-    reporter.write(render(renderables, reporter._tw.fullwidth, reporter.hasmarkup,
+    reporter.write(render(renderables, terminal_width(reporter), reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
     for warning in warnings:
         reporter.write_line(f"warning: {warning}", yellow=True)
@@ -37,7 +38,7 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
     if verdicts:
         tables.append(gates_table(verdicts))
     reporter.section("pytest-mllm scores")
-    reporter.write(render(tables, reporter._tw.fullwidth, reporter.hasmarkup,
+    reporter.write(render(tables, terminal_width(reporter), reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
     lines = incorrect_lines(results, incorrect_limit)
     if lines:

@@ -1,5 +1,6 @@
-"""The test of one task in a run that works per task (`evaluation.TaskJob`, a prompt optimization):
-`<benchmark>::<job>::<task>`."""
+"""A run that works per task (`evaluation.TaskJob`, a prompt optimization) in pytest: the test of one task
+(`<benchmark>::<job>::<task>`), and what the controller does with the tasks (the plan before they start,
+each outcome kept as it arrives, the summary)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.engine.spec import BenchmarkSpec
-from pytest_mllm.evaluation import AnySample, TaskJob
+from pytest_mllm.engine.spec import BenchmarkSpec, load_spec
+from pytest_mllm.evaluation import AnySample, Evaluation, TaskJob
 from pytest_mllm.harness.progress import TaskProgress
 from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.record import MessageOnly
@@ -59,3 +60,73 @@ class TaskItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.spec.name}: {self.name.replace('::', ' ', 1)}"
+
+
+class TaskReports:
+    """The controller's side of a run with a task job: the plan shown once before the tasks start, each
+    finished task's outcome handed to the job as its report arrives (an interrupted run keeps it), and the
+    outcomes for the terminal summary."""
+
+    def __init__(self, config: pytest.Config, evaluation: Evaluation, spec_paths: set[Path]) -> None:
+        self.config = config
+        self.job = evaluation.task_job()
+        self.evaluation = evaluation
+        self.spec_paths = spec_paths
+        self.outcomes: list[dict[str, Any]] = []
+        self._plan_shown = False
+
+    def collected(self, items: Sequence[pytest.Item]) -> None:
+        """This process collected the run (no xdist): the plan of its task tests."""
+        if self.job is not None:
+            self.show_plan([(i.spec, i.task) for i in items if isinstance(i, TaskItem)])
+
+    def workers_collected(self, ids: Sequence[str]) -> None:
+        """Under xdist the controller learns the selected tasks from the workers' collection."""
+        if self.job is None:
+            return
+        specs = {spec.name: spec for spec in map(load_spec, self.spec_paths)}
+        selected = []
+        for nodeid in ids:
+            name, _, task = nodeid.partition(f"::{self.job.name}::")
+            spec = specs.get(Path(name).stem) or specs.get(name)
+            if task and spec is not None:
+                selected.append((spec, task))
+        self.show_plan(selected)
+
+    def show_plan(self, selected: Sequence[tuple[BenchmarkSpec, str]]) -> None:
+        """Before the tasks start: what they will cost at most."""
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if self._plan_shown or self.job is None or reporter is None:
+            return
+        self._plan_shown = True
+        try:
+            lines = self.job.plan_lines(selected)
+        except Exception as exc:  # noqa: BLE001 - the same problem errors the tests, with its full message
+            lines = [f"{self.job.name}: the plan could not be computed ({exc})"]
+        for line in lines:
+            reporter.write_line(line, bold=True)
+
+    @staticmethod
+    def carry(item: pytest.Item, report: pytest.TestReport) -> None:
+        """A task test's outcome on its report (one JSON string, which crosses xdist)."""
+        if isinstance(item, TaskItem):
+            report.mllm_task = item.result_json()  # type: ignore[attr-defined]
+            report.mllm_spec = str(item.spec.path)  # type: ignore[attr-defined]
+
+    def received(self, report: pytest.TestReport) -> None:
+        """A task's report reached the controller: the job keeps its outcome at once."""
+        raw = getattr(report, "mllm_task", None)
+        if not raw or self.job is None:
+            return
+        spec = self.evaluation.spec(Path(report.mllm_spec))  # type: ignore[attr-defined]
+        outcome = json.loads(raw)
+        outcome["benchmark"] = spec.name
+        self.outcomes.append(outcome)
+        self.job.task_finished(spec, outcome)
+
+    def summary(self, reporter: Any) -> None:
+        """The job's part of the summary (when any task ended)."""
+        if self.outcomes and self.job is not None:
+            from pytest_mllm.harness.summary import write_part
+
+            write_part(reporter, *self.job.summary(self.outcomes))

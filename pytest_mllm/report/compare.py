@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
-from pytest_mllm import sections
+import pytest_mllm.sections as sections
 from pytest_mllm.echo import markup_text
 from pytest_mllm.report.html import (
     CHARTS_MISSING,

@@ -25,7 +25,8 @@ from typing import Any, Callable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
-from pytest_mllm import __version__, sections
+import pytest_mllm.sections as sections
+from pytest_mllm import __version__
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_mllm import sections
+import pytest_mllm.sections as sections
 from pytest_mllm.echo import markdown_code, markdown_text
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict

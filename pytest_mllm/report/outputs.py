@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_mllm import sections
+import pytest_mllm.sections as sections
 from pytest_mllm.engine.output_paths import (
     Input,
     Output,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any, Iterable, Mapping, Sequence
 
-from pytest_mllm import sections
+import pytest_mllm.sections as sections
 from pytest_mllm.echo import markup_text, printable
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict

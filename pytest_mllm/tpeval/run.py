@@ -101,6 +101,17 @@ class OptimizationRun:
         """Optimize the task's prompt (`optimize`)."""
         return self.optimize(spec, task, samples, progress)
 
+    def task_finished(self, spec: BenchmarkSpec, outcome: dict[str, Any]) -> None:
+        """A finished task's prompts merged into the prompts file as its outcome arrives."""
+        if not outcome["already"]:
+            self.save(spec, outcome["task"], task_prompts(outcome["prompts"]))
+
+    def summary(self, outcomes: Sequence[dict[str, Any]]) -> tuple[str, list[Any], list[str], list[str]]:
+        """The optimized tasks' table, their warnings and where the prompts went (`report.optimization_summary`)."""
+        from pytest_mllm.tpeval.report import optimization_summary
+
+        return optimization_summary(outcomes, self.path)
+
     # -- the parts, built on first use ---------------------------------------------------------
 
     @property

@@ -152,6 +152,25 @@ def test_prefetched_on_a_connected_machine_the_run_works_offline(pytester: pytes
     assert server.gets("utils/VLMEval/MMStar.tsv") == 1
 
 
+def test_an_xdist_controller_identifies_the_data_in_the_cache_the_option_names(
+        pytester: pytest.Pytester, server: FileServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The controller reads the benchmark again for the results' data identity: from the --mllm-data-cache
+    folder (not the default one), offline, without a download."""
+    spec = mmstar_spec(pytester.path, server.url("utils/VLMEval/MMStar.tsv"))
+    shared = tmp_path / "carried"
+    fetched = subprocess.run([sys.executable, "-m", "pytest_mllm.engine.fetch_cli", "--cache", str(shared), "fetch",
+                              str(spec)], capture_output=True, text=True, timeout=120)
+    assert fetched.returncode == 0, fetched.stderr
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", f"--mllm-bench={spec}", REPLAY,
+                                           "--mllm-cache=off", f"--mllm-data-cache={shared}", f"--mllm-json={out}")
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    data = json.loads(out.read_text())["benchmarks"]["mmstar"]["data"]
+    assert data["files"] == {"MMStar.tsv": hashlib.sha256(TSV).hexdigest()[:16]} and data["rows"] == 8
+    assert server.gets("utils/VLMEval/MMStar.tsv") == 1  # the fetch before the run, and no other
+
+
 def test_a_bad_download_is_one_usage_error_and_leaves_nothing(pytester: pytest.Pytester, server: FileServer,
                                                               data_cache: Path) -> None:
     wrong = "a" * 32

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning"), pytest.mark.fast]
 
 
 def run_json(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:

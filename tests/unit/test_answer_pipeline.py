@@ -153,7 +153,7 @@ class Worker:
 
 
 def test_the_worker_queue_cursor_returns_each_index_once_as_tests_are_taken() -> None:
-    from pytest_mllm.harness.xdist import WorkerQueue
+    from pytest_mllm.pytest_compat import WorkerQueue
 
     worker = Worker(range(10))
     queue = WorkerQueue(worker)
@@ -176,7 +176,7 @@ def test_the_worker_queue_cursor_returns_each_index_once_as_tests_are_taken() ->
 
 
 def test_the_worker_queue_cursor_still_returns_every_index_after_a_steal() -> None:
-    from pytest_mllm.harness.xdist import WorkerQueue
+    from pytest_mllm.pytest_compat import WorkerQueue
 
     worker = Worker(range(8))
     queue = WorkerQueue(worker)

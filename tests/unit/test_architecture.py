@@ -1,6 +1,7 @@
 """The package's shape: rooms in one layer order with no arrow back up, no import circles, pytest
-only in the harness, the evaluation core usable without it; every registry entry defined where its
-registry's index says, by a module that imports its registry, and no import hidden in a string.
+only in the harness (its internals in one module), hooks of a few lines, the evaluation core usable
+without pytest; every registry entry defined where its registry's index says, by a module that imports
+its registry, and no import hidden in a string.
 
 The import graph counts every import in a module (top-level, inside functions and under
 TYPE_CHECKING), read with `ast` from the source files.
@@ -9,16 +10,18 @@ TYPE_CHECKING), read with `ast` from the source files.
 from __future__ import annotations
 
 import ast
+import io
 import subprocess
 import sys
 import textwrap
+import tokenize
 from pathlib import Path
 from typing import Any
 
 import pytest_mllm
 
 PACKAGE = Path(pytest_mllm.__file__).parent
-PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin")
+PYTEST_FACING = ("pytest_mllm.harness", "pytest_mllm.plugin", "pytest_mllm.pytest_compat")
 
 # The rooms of the package (a subpackage, or a top-level module; "__init__" is the package's own
 # `__init__.py`), lowest first. A room imports only rooms before it: no arrow runs back up.
@@ -30,8 +33,8 @@ LAYERS = (
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs
     "estimate",  # full scores estimated from a subset: reads panels' results, draws, gates on intervals
-    "evaluation",  # the pytest-free core
-    "harness", "plugin",  # pytest
+    "evaluation", "conclusion",  # the pytest-free core: a run's answers, and its end
+    "pytest_compat", "harness", "plugin",  # pytest: its internals in one module, the harness, the entry point
 )
 
 
@@ -173,6 +176,25 @@ def test_the_evaluation_core_runs_without_pytest(tmp_path: Path) -> None:
     assert done.stdout.split() == ["20", "0.5", "0.0", "pass"]
 
 
+def submodules_taken_from_their_package() -> list[str]:
+    """`from package import submodule` lines: the name is the package's attribute, which outlives the submodule's
+    removal from `sys.modules` (pytester's in-process runs drop the modules a run imported), so a later run would
+    get an earlier run's module, its registries and classes. `import package.submodule as submodule` and
+    `from package.submodule import name` go through `sys.modules`."""
+    modules = _modules()
+    found = []
+    for name, (path, _) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found += [f"{name}:{node.lineno} from {node.module} import {alias.name}" for alias in node.names
+                          if f"{node.module}.{alias.name}" in modules]
+    return found
+
+
+def test_a_submodule_is_imported_by_its_full_name() -> None:
+    assert submodules_taken_from_their_package() == []
+
+
 # -- registries ----------------------------------------------------------------------------------------
 
 
@@ -242,3 +264,79 @@ def test_the_schema_and_the_listing_read_the_registries() -> None:
     for names in (LOADERS.names(), PARSERS.names(), known_metrics(), known_names()):
         assert all(name in text for name in names)
     assert set(MODEL_KINDS.names()) >= {"hf", "openai", "replay", "baseline", "alias", "tiny"}
+
+
+# -- hooks and internals ------------------------------------------------------------------------------
+
+
+MAX_HOOK_LINES = 15
+
+
+def code_lines(source: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of a function holding code (its signature included): no docstring, comment or blank line."""
+    docstring = function.body[0] if ast.get_docstring(function) is not None else None
+    skipped = set(range(docstring.lineno, (docstring.end_lineno or docstring.lineno) + 1)) if docstring else set()
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                          tokenize.ENDMARKER) or not function.lineno <= token.start[0] <= (function.end_lineno or 0):
+            continue
+        lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - skipped)
+
+
+def hook_lengths() -> dict[str, int]:
+    """`module:line name` → code lines of every pytest hook the package implements (`pytest_…` functions)."""
+    lengths = {}
+    for name, (path, _) in _modules().items():
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_"):
+                lengths[f"{name}:{node.lineno} {node.name}"] = code_lines(source, node)
+    return lengths
+
+
+def test_the_line_count_leaves_out_docstrings_comments_and_blank_lines() -> None:
+    source = 'def pytest_x(a,\n          b):\n    """Doc\n    string."""\n    # a comment\n\n    c = [a,\n         b]\n    return c\n'
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef) and code_lines(source, function) == 5
+
+
+def test_every_hook_is_a_few_lines_that_delegate() -> None:
+    lengths = hook_lengths()
+    assert len(lengths) > 15  # the plugin's, the run's, xdist's
+    assert {hook: lines for hook, lines in lengths.items() if lines > MAX_HOOK_LINES} == {}
+
+
+# What pytest and xdist do not publish, named only in pytest_compat (which test_pytest_compat.py checks):
+# their private modules, and the attributes read.
+INTERNAL_MODULES = ("_pytest", "xdist")
+INTERNAL_NAMES = {"_tw", "_width_of_current_line", "torun", "nextitem_index", "workerinput", "xml_key",
+                  "known_args_namespace", "_ispytest", "logfile"}
+
+
+def internals_named(name: str, path: Path, is_package: bool) -> set[str]:
+    """The internal modules a module imports and the internal names it reads (as attributes, names, imported
+    names, keywords or strings)."""
+    found = {m for m in _imports(name, path, is_package) if m.split(".")[0] in INTERNAL_MODULES}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        words = {getattr(node, "attr", None), getattr(node, "id", None), getattr(node, "arg", None),
+                 node.name if isinstance(node, ast.alias) else None,
+                 node.value if isinstance(node, ast.Constant) else None}
+        found |= {w for w in words if isinstance(w, str) and w in INTERNAL_NAMES}
+    return found
+
+
+def test_the_internals_check_finds_each_kind_of_reading(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('from _pytest.junitxml import xml_key\nw = reporter._tw\nhasattr(config, "workerinput")\n'
+                      'Mark("x", _ispytest=True)\n"text that mentions xdist. and torun loosely"\n')
+    assert internals_named("p.m", module, False) == {"_pytest.junitxml", "_pytest.junitxml.xml_key", "xml_key",
+                                                     "_tw", "workerinput", "_ispytest"}
+
+
+def test_pytest_and_xdist_internals_are_read_in_one_module() -> None:
+    found = {name: internals for name, where in _modules().items() if name != "pytest_mllm.pytest_compat"
+             for internals in [internals_named(name, *where)] if internals}
+    assert found == {}
+    assert internals_named("pytest_mllm.pytest_compat", *_modules()["pytest_mllm.pytest_compat"]) >= INTERNAL_NAMES

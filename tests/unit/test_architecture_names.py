@@ -70,7 +70,7 @@ PENDING: dict[str, str] = {
     "pytest_mllm.evaluation": "judge tpeval vrp",
     "pytest_mllm.harness.hooks": "tpeval",
     "pytest_mllm.harness.listing": "vrp",
-    "pytest_mllm.harness.options": "circular judge mmbench mme mmmu tpeval vrp",
+    "pytest_mllm.harness.options": "judge tpeval vrp",
     "pytest_mllm.harness.progress": "tpeval",
     "pytest_mllm.harness.setup": "tpeval",
     "pytest_mllm.harness.shard": "vrp",
@@ -80,6 +80,7 @@ PENDING: dict[str, str] = {
     "pytest_mllm.loaders.vqa": "docvqa judge pope scienceqa textvqa tiny_lvlm_ehub",
     "pytest_mllm.models.registry": "mme",
     "pytest_mllm.models.replay": "mme",
+    "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
     "pytest_mllm.scoring.parsers": "mme pope",

@@ -204,3 +204,15 @@ def test_a_lone_surrogate_in_an_answer_becomes_a_replacement_character() -> None
     body = b'{"choices": [{"message": {"content": "yes \\ud800 and \\ud83d\\ude00"}, "finish_reason": "stop"}]}'
     with raw_server(answer(body)) as (url, _):
         assert client(url).chat("m", HELLO).text == "yes \ufffd and \U0001f600"
+
+
+def test_the_bounded_client_is_made_in_a_process_that_made_no_http_client_before() -> None:
+    """httpx imports its httpcore only when it makes a transport: the bounded client still finds both."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom pytest_mllm.engine.bounded_http import bounded_http_client\n"
+              "assert not [m for m in sys.modules if m.startswith('httpcore')]\n"
+              "bounded_http_client('http://127.0.0.1:9/v1', connections=2)\nprint('made')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["made"], done.stderr[-2000:]

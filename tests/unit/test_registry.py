@@ -55,3 +55,15 @@ def test_a_package_entry_cannot_be_claimed_by_another_module() -> None:
         METRICS.add("pope", METRICS.get("mme_score"), "someone_else")
     with pytest.raises(ValueError, match="was not registered at run time"):
         METRICS.remove("pope")
+
+
+def test_an_entry_whose_module_left_sys_modules_is_taken_from_the_module_imported_again() -> None:
+    """pytester's in-process runs drop the modules a run imported: the next run's entries and classes are those
+    of the modules it imports afresh, not the last run's (whose objects its `isinstance` checks would refuse)."""
+    code = ("import sys; from pytest_mllm.engine.spec import LOADERS; "
+            "first = LOADERS.get('shapes'); del sys.modules['pytest_mllm.loaders.shapes']; "
+            "again = LOADERS.get('shapes'); print(first is again, again is LOADERS.entries()['shapes'], "
+            "again.load.__module__ in sys.modules, again.load.__globals__ is "
+            "vars(sys.modules['pytest_mllm.loaders.shapes']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "True", "True", "True"], out.stderr[-2000:]
