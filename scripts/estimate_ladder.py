@@ -50,7 +50,7 @@ from pytest_mllm.report.results import compute_results  # noqa: E402
 from pytest_mllm.scoring.gates import evaluate_regressions, parse_max_drop  # noqa: E402
 from pytest_mllm.scoring.significance import PairedComparison  # noqa: E402
 from pytest_mllm.scoring.uncertainty import unit_of  # noqa: E402
-from pytest_mllm import sections  # noqa: E402
+from pytest_mllm.sections import paired as section_paired  # noqa: E402
 
 BENCHMARKS = ("shapes", "vrp_shapes")
 
@@ -147,7 +147,7 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None) -> N
                     drops.append(headline[base] - result.metrics[f"estimate.{spec.headline}"])
 
                     def paired(_: str, result: Any = result, base: str = base) -> Any:
-                        return sections.paired(members[base].records, result.records, result.setup)
+                        return section_paired(members[base].records, result.records, result.setup)
 
                     for name, limit in limits.items():
                         verdicts = evaluate_regressions([parse_max_drop(limit.format(b=bench))], {bench: result.metrics},

@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_mllm import __version__, sections
+from pytest_mllm import __version__
+from pytest_mllm.sections import derived_parts, is_derived_key, stands_in
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import GateSettings, Verdict, flatten
@@ -52,7 +53,7 @@ class BenchmarkResult:
     def resampled_metrics(self) -> dict[str, float]:
         """The flat metrics the records' bootstrap recomputes: a derived section's values carry their own
         uncertainty (`sections.Section.derive`)."""
-        return {k: v for k, v in self.metrics.items() if not sections.is_derived_key(k)}
+        return {k: v for k, v in self.metrics.items() if not is_derived_key(k)}
 
     def headline_intervals(self) -> dict[str, dict[str, Any]]:
         """The intervals of the headline metric of each scope (overall, groups, tasks): what the terminal
@@ -99,7 +100,7 @@ def compute_results(specs: Mapping[str, BenchmarkSpec], records: Iterable[Record
         if ordered:
             from pytest_mllm.scoring.uncertainty import MetricSetup
 
-            scopes.update(sections.derived_parts(ordered, MetricSetup.from_spec(spec)))
+            scopes.update(derived_parts(ordered, MetricSetup.from_spec(spec)))
         results[name] = BenchmarkResult(spec, ordered, scopes, flatten(scopes, spec.headline))
     return results
 
@@ -166,7 +167,7 @@ def baseline_pairing(gates: GateSettings, results: Mapping[str, BenchmarkResult]
     a section's part stands in for: an estimate), or None when none needs one."""
     statistical = any(limit.alpha is not None for limit in gates.max_drops)
     if not gates.baseline or not gates.max_drops or not (
-            statistical or any(sections.stands_in(r.scopes) for r in results.values())):
+            statistical or any(stands_in(r.scopes) for r in results.values())):
         return None
     from pytest_mllm.scoring.significance import BaselinePairing
 
