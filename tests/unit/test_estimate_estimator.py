@@ -134,3 +134,46 @@ def test_the_paired_difference_cancels_what_both_runs_share() -> None:
     drop = paired_difference(head, base, SETUP, ["accuracy"])["accuracy"]  # type: ignore[arg-type]
     expected = sum(0.5 * (np.mean(v) - 1) for v in values.values())
     assert drop.value == pytest.approx(expected) and drop.shared == 14
+
+
+def _pair(head: list[int], base: list[int], population: int) -> tuple[list[Record], list[Record]]:
+    """One stratum: the drawn units' verdicts in a subset run (`head`) and in a full baseline (`base`)."""
+    drawn = _drawn({"a": head}, {"a": population})
+    return drawn, [dict(r, correct=bool(b), status="correct" if b else "incorrect") for r, b in zip(drawn, base)]  # type: ignore[misc]
+
+
+def test_the_paired_jackknife_is_the_textbook_standard_error_of_the_mean_difference() -> None:
+    """Six units of 60 drawn; three right before and wrong now, three unchanged: differences d = (−1, −1, −1, 0,
+    0, 0), mean −0.5, s² = 1.5 / 5 = 0.3, se = √((1 − 6/60) · 0.3 / 6) = √0.045, 5 degrees of freedom."""
+    head, base = _pair([0, 0, 0, 1, 0, 1], [1, 1, 1, 1, 0, 1], 60)
+    found = paired_difference(head, base, SETUP, ["accuracy"])["accuracy"]
+    assert found.value == pytest.approx(-0.5) and found.se == pytest.approx(math.sqrt(0.045))
+    assert (found.df, found.shared) == (5, 6)
+
+
+@pytest.mark.parametrize(("limit", "passes", "says"), [
+    # one-sided 95 % lower bound of the drop: 0.5 − t_{0.95, 5} · √0.045 = 0.5 − 2.01505 · 0.21213 = 0.07254
+    ((0.05, 0.05, False), False, "drop ≥ 0.07254 with 95.0% confidence"),
+    ((0.10, 0.05, False), True, "drop ≥ 0.07254 with 95.0% confidence"),
+    # two-sided t test: t = 0.5 / 0.2121 = 2.357 on 5 degrees of freedom, p = 0.0650
+    ((0.0, 0.05, True), True, "p=0.065 (two-sided t on 5 degrees of freedom, 6 drawn units)"),
+    ((0.0, 0.10, True), False, "p=0.065"),
+])
+def test_the_paired_t_test_of_a_subset_against_its_baseline(limit: tuple[float, float, bool], passes: bool,
+                                                            says: str) -> None:
+    from pytest_mllm.estimate.comparison import EstimatedComparison
+
+    head, base = _pair([0, 0, 0, 1, 0, 1], [1, 1, 1, 1, 0, 1], 60)
+    verdict, note = EstimatedComparison(base, head, SETUP).drop_test("accuracy", *limit)
+    assert verdict is passes and says in note and "estimate from 6 of 100 samples" in note
+    t = math.sqrt(0.25 / 0.045)
+    assert t == pytest.approx(2.357, abs=1e-3) and 2 * stats.t.sf(t, 5) == pytest.approx(0.0650, abs=5e-4)
+
+
+def test_a_paired_sample_whose_input_changed_is_left_out() -> None:
+    head, base = _pair([0, 0, 0, 1, 0, 1, 1], [1, 1, 1, 1, 0, 1, 1], 70)
+    for record, other in zip(head, base):
+        record["input_digest"] = other["input_digest"] = "same"
+    base[0]["input_digest"] = "changed"
+    found = paired_difference(head, base, SETUP, ["accuracy"])["accuracy"]
+    assert found.shared == 6 and found.value == pytest.approx(-2 / 6)  # the first unit (a −1) is out
