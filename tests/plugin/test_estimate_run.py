@@ -41,15 +41,27 @@ def test_a_subset_run_is_labelled_an_estimate_in_every_output(pytester: pytest.P
     assert _run(pytester, "baseline:random:4", json_path=full).ret == pytest.ExitCode.OK
     est, md, html, junit = (pytester.path / name for name in ("est.json", "est.md", "est.html", "junit.xml"))
     result = _run(pytester, "baseline:random:4", "--mllm-estimate=20%", f"--mllm-estimate-panel={panel}",
-                  f"--mllm-markdown={md}", f"--mllm-html={html}", f"--junitxml={junit}", json_path=est, subprocess=True)
+                  f"--mllm-markdown={md}", f"--mllm-html={html}", f"--junitxml={junit}", "--mllm-gate=shapes.accuracy>=0.05",
+                  json_path=est, subprocess=True)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*shapes · ESTIMATE of the full benchmark (not a full run): estimate from * of 360 "
                                  "samples*stratified by difficulty, size 20%*panel sha256:*",
                                  "*overall*accuracy (%)*est.*"])
     document = _document(est)
     part = document["benchmarks"]["shapes"]["scopes"]["estimate"]
-    assert document["settings"]["estimate"]["label"] == part["label"] == "estimate"
-    assert document["settings"]["estimate"]["panel"] == part["panel"].strip() and part["panel"].startswith("sha256:")
+    settings = document["settings"]["estimate"]
+    assert settings["label"] == part["label"] == "estimate"
+    assert settings["panel"] == part["panel"] and part["panel"].startswith("sha256:") and len(part["panel"]) == 71
+    assert (settings["method"], settings["size"], part["method"], part["size"]) == ("stratified", "20%") * 2
+    digest = part["panel"]
+    # the method, the size and the panel's digest beside the estimates in every output
+    design = f"stratified by difficulty, size 20%, seed 0, panel {digest}"
+    assert design in md.read_text() and design in html.read_text()
+    estimated = [line for line in result.stdout.lines if "accuracy (%)" in line]
+    assert estimated and all(" est. " in line for line in estimated)  # every estimated number says so
+    gate = next(g for g in document["gates"] if g["gate"] == "shapes.accuracy>=0.05")
+    assert gate["verdict"] == "pass" and gate["note"].startswith("estimate from") and "interval" in gate["note"]
+    assert "| `shapes.accuracy>=0.05` |" in md.read_text() and "estimate from" in md.read_text().split("### Gates")[1]
     assert part["units_run"] == 40 and part["units"] == 200 and part["samples_run"] == len(document["records"])
     assert all(r["estimate"]["panel"] == part["panel"] and r["estimate"]["method"] == "stratified"
                for r in document["records"])
@@ -62,7 +74,12 @@ def test_a_subset_run_is_labelled_an_estimate_in_every_output(pytester: pytest.P
     assert "ESTIMATE of the full benchmark" in html.read_text()
     suite = next(iter(JUnitXml.fromfile(str(junit))))
     properties = {p.name: p.value for p in suite.child(Properties)}
-    assert "sha256:" in properties["shapes.estimate"] and "shapes.estimate.accuracy.ci95" in properties
+    assert design in properties["shapes.estimate"] and "shapes.estimate.accuracy.ci95" in properties
+    assert float(properties["shapes.estimate.accuracy"]) == metrics["estimate.accuracy"]
+    estimated = {name for name in properties if name.startswith("shapes.estimate.") and not name.endswith(".ci95")}
+    assert "shapes.estimate.accuracy" in estimated and all(
+        float(properties[name]) == part["values"][name.removeprefix("shapes.estimate.")]["value"] for name in estimated)
+    assert float(properties["shapes.accuracy"]) == part["values"]["accuracy"]["measured"]  # the subset's own
 
     again = pytester.path / "again.json"
     assert _run(pytester, "baseline:random:4", "--mllm-estimate=20%", f"--mllm-estimate-panel={panel}",
@@ -85,10 +102,10 @@ def test_gates_on_an_estimate_decide_on_its_interval_and_pair_with_a_full_baseli
     assert _run(pytester, f"replay:{perfect}", json_path=strong).ret == pytest.ExitCode.OK
     subset = ("--mllm-estimate=20%", f"--mllm-estimate-panel={panel}")
 
-    gated = pytester.path / "gated.json"
+    gated, junit = pytester.path / "gated.json", pytester.path / "gated.xml"
     result = _run(pytester, "baseline:random:4", *subset, "--mllm-gate=shapes.accuracy>=0.9",
                   "--mllm-gate=shapes.accuracy>=0.5", f"--mllm-baseline={strong}",
-                  "--mllm-max-drop=shapes.accuracy=0.05", json_path=gated)
+                  "--mllm-max-drop=shapes.accuracy=0.05", f"--junitxml={junit}", json_path=gated)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     notes = {g["gate"]: (g["verdict"], g["note"]) for g in _document(gated)["gates"]}
     verdict, note = notes["shapes.accuracy>=0.9"]
@@ -97,6 +114,9 @@ def test_gates_on_an_estimate_decide_on_its_interval_and_pair_with_a_full_baseli
     assert verdict == "pass" and "inconclusive" in note
     verdict, note = notes["shapes.accuracy drop<=0.05"]
     assert verdict == "fail" and "paired with the baseline's records" in note
+    failures = [case.result[0].message for case in next(iter(JUnitXml.fromfile(str(junit)))) if case.result]
+    gates = [m for m in failures if m.startswith("gate failed")]
+    assert len(gates) == 2 and all("estimate from" in m for m in gates)  # the JUnit test case says so too
 
     same = _run(pytester, "baseline:random:4", *subset, f"--mllm-baseline={full}",
                 "--mllm-max-drop=shapes.accuracy=0.05", "--mllm-max-drop=shapes.accuracy=significant")
@@ -120,7 +140,7 @@ def test_bad_estimate_options_stop_the_run_before_anything_runs(pytester: pytest
 def test_a_panel_without_the_benchmark_is_named(pytester: pytest.Pytester) -> None:
     other = pytester.path / "other.json"
     assert pytester.runpytest("-p", "no:cacheprovider", "--mllm=baseline:yes", "--mllm-bench=vrp_shapes", "-k",
-                              "vrp_000", f"--mllm-json={other}").ret == pytest.ExitCode.OK
+                              "vrp_000", "--mllm-vrp=none", f"--mllm-json={other}").ret == pytest.ExitCode.OK
     result = _run(pytester, "baseline:yes", "--mllm-estimate=20%", f"--mllm-estimate-panel={other}")
     assert result.ret != pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*has no records of benchmark 'shapes' (it holds: vrp_shapes)*"])
