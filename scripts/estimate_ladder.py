@@ -1,13 +1,13 @@
 #!/usr/bin/env python
 """The subset estimate checked on a trained ladder: calibration, and a planted regression's power.
 
-    python scripts/estimate_ladder.py records --ladder DIR [DIR …] --out RECORDS [--bench NAME_OR_SPEC …]
+    python scripts/estimate_ladder.py records --ladder DIR [DIR …] --out RECORDS [--scale 5] [--bench NAME_OR_SPEC …]
     python scripts/estimate_ladder.py check --records RECORDS [--seeds 200] [--json OUT]
-    python scripts/estimate_ladder.py regression --records RECORDS [--seeds 100] [--size 20%] [--json OUT]
+    python scripts/estimate_ladder.py regression --records RECORDS [--seeds 100] [--size 20%] [--only NAME …] [--json OUT]
 
 `records`: every checkpoint folder of the ladders (`scripts/train_shapes_llava.py --out DIR --save-every K`
 writes DIR/stepN and DIR/stageK folders) answers the bundled shapes and vrp_shapes suites (and any spec files
-given with --bench, such as larger draws of the same generators) through pytest (`--mllm=hf:<folder>
+given with --bench; `--scale 5` adds the same generators drawn five times larger, shapes_x5 and vrp_shapes_x5) through pytest (`--mllm=hf:<folder>
 --mllm-json`, one thread, a response cache under RECORDS shared by a model's benchmarks); files already there
 are kept, and RECORDS/index.json says which run and step each file is.
 
@@ -53,6 +53,29 @@ from pytest_mllm.scoring.uncertainty import unit_of  # noqa: E402
 from pytest_mllm.sections import paired as section_paired  # noqa: E402
 
 BENCHMARKS = ("shapes", "vrp_shapes")
+BUNDLED = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+SCALED = {"shapes": ("images_per_task", 40), "vrp_shapes": ("sources", 24)}  # the generators' sizes
+
+
+def scaled_specs(out: Path, scale: int) -> list[str]:
+    """Spec files of the bundled generated suites drawn `scale` times larger (`shapes_x5`: 200 images per task
+    instead of 40; `vrp_shapes_x5`: 120 sources instead of 24), written under OUT/specs."""
+    import yaml
+
+    folder = out / "specs"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (option, size) in SCALED.items():
+        spec = yaml.safe_load((BUNDLED / f"{name}.yaml").read_text())
+        spec["name"] = f"{name}_x{scale}"
+        spec["loader_options"] = {**(spec.get("loader_options") or {}), option: size * scale}
+        spec.setdefault("about", {})["samples"] = spec["about"]["samples"] * scale
+        path = folder / f"{spec['name']}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        written.append(str(path.resolve()))
+    return written
 
 
 def make_records(ladders: list[Path], out: Path, benchmarks: list[str]) -> None:
@@ -98,7 +121,7 @@ def run_check(records: Path, seeds: int, out: Path | None) -> None:
         out.write_text(json.dumps(report, indent=1) + "\n")
 
 
-def regression(records: Path, seeds: int, size_text: str, out: Path | None) -> None:
+def regression(records: Path, seeds: int, size_text: str, out: Path | None, only: list[str] | None = None) -> None:
     files, index = record_files(records)
     panel = read_panel(files, keep_records=True)
     size = parse_size(size_text)
@@ -107,6 +130,8 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None) -> N
     report: dict[str, Any] = {"size": size_text, "seeds": seeds, "panel": panel.digest, "benchmarks": {}}
     started = time.perf_counter()
     for bench in sorted(panel.benchmarks):
+        if only and bench not in only:
+            continue
         members = {m.source.name: m for m in panel.benchmark(bench).members}
         spec = load_spec(Path(next(iter(members.values())).entry["spec"]))
         full = {name: compute_results({bench: spec}, _ordered(m.records))[bench] for name, m in members.items()}
@@ -184,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--ladder", type=Path, nargs="+", required=True)
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--bench", nargs="+", default=list(BENCHMARKS), help="bundled names or spec files")
+    rec.add_argument("--scale", type=int, default=0, metavar="K",
+                     help="also the bundled generated suites drawn K times larger (shapes_xK, vrp_shapes_xK)")
     chk = commands.add_parser("check")
     chk.add_argument("--records", type=Path, required=True)
     chk.add_argument("--seeds", type=int, default=200)
@@ -193,13 +220,15 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("--seeds", type=int, default=100)
     reg.add_argument("--size", default="20%")
     reg.add_argument("--json", type=Path)
+    reg.add_argument("--only", nargs="+", help="these benchmarks of the records only")
     args = parser.parse_args(argv)
     if args.command == "records":
-        make_records(args.ladder, args.out, [str(Path(b).resolve()) if b.endswith(".yaml") else b for b in args.bench])
+        benches = [str(Path(b).resolve()) if b.endswith(".yaml") else b for b in args.bench]
+        make_records(args.ladder, args.out, benches + (scaled_specs(args.out, args.scale) if args.scale else []))
     elif args.command == "check":
         run_check(args.records, args.seeds, args.json)
     else:
-        regression(args.records, args.seeds, args.size, args.json)
+        regression(args.records, args.seeds, args.size, args.json, args.only)
     return 0
 
 
