@@ -162,16 +162,16 @@ def design_rows(strata: Sequence[str | None], population: Mapping[str, int]) -> 
     of_unit = [groups[s] if s is not None else None for s in strata]
     size = _run(of_unit)
     base = np.array([population[s] / run[s] if s is not None else 0.0 for s in strata])
-    rows = [base]
-    for j, group in enumerate(of_unit):
-        if group is None or size[group] < 2:
-            continue
-        m = size[group]
-        row = base.copy()
-        row[np.array([g == group for g in of_unit])] *= m / (m - 1)
-        row[j] = 0.0
-        rows.append(row)
-    return np.vstack(rows)
+    left_out = [j for j, group in enumerate(of_unit) if group is not None and size[group] >= 2]
+    if not left_out:
+        return base[None, :]
+    code = {group: n for n, group in enumerate(size)}
+    codes = np.array([code[g] if g is not None else -1 for g in of_unit])
+    m = np.array([size[of_unit[j]] for j in left_out], dtype=float)
+    in_group = codes[None, :] == codes[left_out][:, None]  # each row: the left-out unit's group
+    rows = base[None, :] * np.where(in_group, (m / (m - 1))[:, None], 1.0)
+    rows[np.arange(len(left_out)), left_out] = 0.0
+    return np.vstack([base, rows])
 
 
 def jackknife(values: Any, strata: Sequence[str | None], population: Mapping[str, int]) -> tuple[float | None, int]:
