@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pytest_mllm.estimate.parts import DRAW, DrawInfo
@@ -116,6 +117,12 @@ def _run(strata: Sequence[str | None]) -> dict[str, int]:
 
 
 def variance_groups(strata: Sequence[str | None], least: int = VARIANCE_GROUP) -> dict[str, str]:
+    """{stratum: its variance group} (`_variance_groups`; the same design asks for it once per metric)."""
+    return _variance_groups(tuple(strata), least)
+
+
+@lru_cache(maxsize=32)
+def _variance_groups(strata: tuple[str | None, ...], least: int) -> dict[str, str]:
     """{stratum: its variance group}: the difficulty bands of one pool (`design`'s "<pool> #<k>", in order of
     difficulty) joined in order until a group holds `least` units run (a short last one joins the one before);
     pools too small for one such group (a task with few draws) are joined together. The estimate keeps the fine
