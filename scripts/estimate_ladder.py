@@ -7,8 +7,8 @@
 
 `records`: every checkpoint folder of the ladders (`scripts/train_shapes_llava.py --out DIR --save-every K`
 writes DIR/stepN and DIR/stageK folders) answers the bundled shapes and vrp_shapes suites (and any spec files
-given with --bench; `--scale 5` adds the same generators drawn five times larger, shapes_x5 and vrp_shapes_x5) through pytest (`--mllm=hf:<folder>
---mllm-json`, one thread, a response cache under RECORDS shared by a model's benchmarks); files already there
+given with --bench; `--scale 5` adds the same generators drawn five times larger, shapes_x5 and vrp_shapes_x5)
+through pytest (`--mllm=hf:<folder> --mllm-json`, one thread, a response cache under RECORDS shared by a model's benchmarks); files already there
 are kept, and RECORDS/index.json says which run and step each file is.
 
 `check`: each checkpoint held out in turn, the others grading difficulty, its full score estimated at 10 %,
@@ -21,8 +21,8 @@ For each pair and seed the earlier checkpoint is held out of the panel, its subs
 and scored from its own records, and the regression limits are evaluated as a pytest run evaluates them
 (`report.results.compute_results`, `scoring.gates.evaluate_regressions`, the estimate's paired comparison):
 `BENCH.accuracy=0` (fails when the whole 95 % interval of the drop lies above 0), `BENCH.accuracy=0@0.05`
-(when the one-sided 95 % lower bound does) and `BENCH.accuracy=significant`. Reported: the share of planted pairs × seeds that fail (power) and of null
-pairs × seeds that fail (false alarms); beside them, for reference, the same limits on the full runs
+(when the one-sided 95 % lower bound does) and `BENCH.accuracy=significant`. Reported: the share of planted
+pairs × seeds that fail (power) and of null pairs × seeds that fail (false alarms); beside them, for reference, the same limits on the full runs
 (`scoring.significance.PairedComparison`: the whole benchmark, every sample paired; no seed).
 """
 

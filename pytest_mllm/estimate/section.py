@@ -115,7 +115,11 @@ class EstimateSection(Section):
         """`<benchmark>.estimate`: what the estimates are; each shown estimate with its interval."""
         if part is None:
             return super().junit(benchmark, flat)
-        properties: dict[str, Any] = {f"{benchmark}.estimate": about(part)}
+        properties: dict[str, Any] = {
+            f"{benchmark}.estimate": about(part),
+            f"{benchmark}.subset": f"not a full run: the plain {benchmark}.<metric> properties are the subset's own "
+                                   f"({part['samples_run']} of {part['samples']} samples); {benchmark}.estimate.<metric> "
+                                   "estimate the whole benchmark's"}
         for _, key in shown_keys(part):
             found = part["values"][key]
             properties[f"{benchmark}.estimate.{key}"] = found["value"]

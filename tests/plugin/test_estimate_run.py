@@ -79,7 +79,9 @@ def test_a_subset_run_is_labelled_an_estimate_in_every_output(pytester: pytest.P
     estimated = {name for name in properties if name.startswith("shapes.estimate.") and not name.endswith(".ci95")}
     assert "shapes.estimate.accuracy" in estimated and all(
         float(properties[name]) == part["values"][name.removeprefix("shapes.estimate.")]["value"] for name in estimated)
-    assert float(properties["shapes.accuracy"]) == part["values"]["accuracy"]["measured"]  # the subset's own
+    assert float(properties["shapes.accuracy"]) == part["values"]["accuracy"]["measured"]  # the subset's own, as
+    assert properties["shapes.subset"].startswith("not a full run: the plain shapes.<metric> properties are the "
+                                                  "subset's own")
 
     again = pytester.path / "again.json"
     assert _run(pytester, "baseline:random:4", "--mllm-estimate=20%", f"--mllm-estimate-panel={panel}",
