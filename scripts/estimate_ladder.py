@@ -8,8 +8,8 @@
 `records`: every checkpoint folder of the ladders (`scripts/train_shapes_llava.py --out DIR --save-every K`
 writes DIR/stepN and DIR/stageK folders) answers the bundled shapes and vrp_shapes suites (and any spec files
 given with --bench; `--scale 5` adds the same generators drawn five times larger, shapes_x5 and vrp_shapes_x5)
-through pytest (`--mllm=hf:<folder> --mllm-json`, one thread, a response cache under RECORDS shared by a model's benchmarks); files already there
-are kept, and RECORDS/index.json says which run and step each file is.
+through pytest (`--mllm=hf:<folder> --mllm-json`, one thread, a response cache under RECORDS shared by a
+model's benchmarks); files already there are kept, and RECORDS/index.json says which run and step each file is.
 
 `check`: each checkpoint held out in turn, the others grading difficulty, its full score estimated at 10 %,
 20 % and 50 % under `--seeds` draws, stratified and plain random (`pytest-mllm-estimate-check`'s report).
@@ -22,7 +22,8 @@ and scored from its own records, and the regression limits are evaluated as a py
 (`report.results.compute_results`, `scoring.gates.evaluate_regressions`, the estimate's paired comparison):
 `BENCH.accuracy=0` (fails when the whole 95 % interval of the drop lies above 0), `BENCH.accuracy=0@0.05`
 (when the one-sided 95 % lower bound does) and `BENCH.accuracy=significant`. Reported: the share of planted
-pairs × seeds that fail (power) and of null pairs × seeds that fail (false alarms); beside them, for reference, the same limits on the full runs
+pairs × seeds that fail (power) and of null pairs × seeds that fail (false alarms); beside them, for
+reference, the same limits on the full runs
 (`scoring.significance.PairedComparison`: the whole benchmark, every sample paired; no seed).
 """
 
