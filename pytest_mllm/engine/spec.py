@@ -95,6 +95,7 @@ class BenchmarkSpec:
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
     download: Source | None = None  # where the data is fetched from when no data root is given (engine/fetch.py)
+    aliases: tuple[str, ...] = ()  # other tools' names for a bundled spec, as it declares them (`all_aliases`)
 
     @property
     def subset_path(self) -> Path | None:
@@ -108,20 +109,20 @@ class BenchmarkSpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES` for a bundled
+        """Every name the benchmark answers to: its own, then other tools' names for it (`all_aliases` for a bundled
         spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
         markers take each of them."""
         bundled = bundled_specs()
         key = self.path.stem
         if bundled.get(key) == self.path:
-            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in all_aliases().items()
                                                           if target == key and alias not in bundled)]))
         from pytest_mllm.engine.catalogue import specs_folder, vlmevalkit_entry
 
         if self.path.parent == specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
             entry = vlmevalkit_entry(self.name)
             others = entry.lmms_eval if entry is not None else ()
-            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in all_aliases())]))
         return (self.name,)
 
     @property
@@ -270,14 +271,29 @@ ALIASES = {
 }
 
 
+@functools.cache
+def all_aliases() -> dict[str, str]:
+    """Other tools' names for the bundled specs → the spec's key: `ALIASES`, then those a bundled spec declares
+    in its `aliases:` (read from the files once, without validating them)."""
+    from pytest_mllm.safe_yaml import load_yaml
+
+    found = dict(ALIASES)
+    for key, path in sorted(bundled_specs().items()):
+        data = load_yaml(path.read_text(encoding="utf-8"))
+        declared = data.get("aliases") if isinstance(data, dict) else None
+        found.update({str(alias): key for alias in declared or () if str(alias) not in found})
+    return found
+
+
 def find_spec(name_or_path: str) -> Path:
-    """A spec path from a bundled benchmark name, another tool's name for one (`ALIASES`), a path to a YAML
+    """A spec path from a bundled benchmark name, another tool's name for one (`all_aliases`), a path to a YAML
     file, or a dataset name of VLMEvalKit's catalogue (`engine/catalogue.py`; lmms-eval's task names for them)."""
     bundled = bundled_specs()
     if name_or_path in bundled:
         return bundled[name_or_path]
-    if name_or_path in ALIASES:
-        return bundled[ALIASES[name_or_path]]
+    aliases = all_aliases()
+    if name_or_path in aliases:
+        return bundled[aliases[name_or_path]]
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path.resolve()
@@ -291,7 +307,7 @@ def find_spec(name_or_path: str) -> Path:
         return found
     if (reason := why_not(name_or_path)) is not None:
         raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
-    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7),
+    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *aliases], n=3, cutoff=0.7),
                              *difflib.get_close_matches(name_or_path, known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
@@ -372,6 +388,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         deviations=tuple(checked.deviations or ()),
         about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
         download=_download(checked),
+        aliases=tuple(checked.aliases or ()),
     )
 
 
@@ -744,6 +761,10 @@ def _spec_model(names: _Names) -> Any:
             examples=[["strip_cells"]])
         about: AboutSection | None = Field(None, description=(
             "For the benchmarks page: where the files come from, the reference implementation, the sample count."))
+        aliases: list[Text] | None = Field(None, description=(
+            "A bundled spec's other names in other tools (VLMEvalKit's dataset, lmms-eval's tasks): --mllm-bench, "
+            "--mllm-data, MLLM_DATA_*, gates and -m markers take them as the spec's name."),
+            examples=[["MMBench_DEV_EN", "mmbench_en_dev"]])
 
         @field_validator("subset")
         @classmethod
