@@ -34,8 +34,8 @@ VARIANT_MODES = ("none", "grid", "full", "property")
 DEVIATIONS = {
     "keep_na_words": "an option, answer or category cell holding one of pandas' missing-value words (\"None\", "
                      "\"NA\", \"nan\", \"null\", …) is that text, not a missing cell",
-    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells (and around an MME "
-                   "results file's ground truth) are removed, and no column is read as numbers",
+    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells (and around a results "
+                   "file's ground truth) are removed, and no column is read as numbers",
     "answer_option_text": "(parquet) an answer cell holding an option's text is that option's letter, not an "
                           "answer no response can match",
     "responses_as_given": "(VLMEvalKit's benchmarks) a response is scored as the model gave it, not as VLMEvalKit's "
@@ -79,6 +79,7 @@ class BenchmarkSpec:
     loader: str
     version: str = ""
     description: str = ""
+    aliases: tuple[str, ...] = ()  # other tools' names for it (an lmms-eval task, a VLMEvalKit dataset)
     data_root: str | None = None
     data_file: str | None = None
     parser: str = "exact"
@@ -90,7 +91,7 @@ class BenchmarkSpec:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tasks: Mapping[str, TaskSettings] = field(default_factory=dict)
     loader_options: Mapping[str, Any] = field(default_factory=dict)
-    variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
+    variants: str = "none"  # visual-prompt variants of samples with a target region: none, grid, full, property
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
@@ -108,21 +109,21 @@ class BenchmarkSpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every name the benchmark answers to: its own, then other tools' names for it (`ALIASES` for a bundled
-        spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
-        markers take each of them."""
+        """Every name the benchmark answers to: its own, then other tools' names for it (its spec's `aliases`;
+        lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m markers
+        take each of them. A bundled benchmark's name wins over another's alias."""
         bundled = bundled_specs()
         key = self.path.stem
         if bundled.get(key) == self.path:
-            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in ALIASES.items()
-                                                          if target == key and alias not in bundled)]))
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias in self.aliases if alias not in bundled)]))
         from pytest_mllm.engine.catalogue import specs_folder, vlmevalkit_entry
 
         if self.path.parent == specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
             entry = vlmevalkit_entry(self.name)
             others = entry.lmms_eval if entry is not None else ()
-            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in ALIASES)]))
-        return (self.name,)
+            held = bundled_aliases()
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in held)]))
+        return tuple(dict.fromkeys([self.name, *self.aliases]))
 
     @property
     def env_vars(self) -> tuple[str, ...]:
@@ -253,31 +254,34 @@ def bundled_specs() -> dict[str, Path]:
     return {Path(p.name).stem: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
-# Other tools' names for the bundled benchmarks, accepted by --mllm-bench: lmms-eval's task names
-# (lmms_eval/tasks/*/*.yaml `task:`; its data is the Hugging Face parquet release, so they name our
-# parquet specs where we have one) and VLMEvalKit's dataset names (vlmeval/dataset/image_*.py; its
-# data is the LMUData TSV files our TSV specs read).
-ALIASES = {
-    # lmms-eval
-    "mmbench_en_dev": "mmbench", "mmmu_val": "mmmu", "hallusion_bench_image": "hallusionbench_parquet",
-    "ai2d": "ai2d_parquet", "chartqa": "chartqa_parquet", "docvqa_val": "docvqa_parquet",
-    "mmt_val": "mmt_bench_parquet", "scienceqa_img": "scienceqa_parquet", "textvqa_val": "textvqa_parquet",
-    # VLMEvalKit
-    "MMBench_DEV_EN": "mmbench", "MME": "mme", "MMMU_DEV_VAL": "mmmu_tsv", "SEEDBench_IMG": "seedbench",
-    "HallusionBench": "hallusionbench", "POPE": "pope", "AI2D_TEST": "ai2d", "ChartQA_TEST": "chartqa",
-    "DocVQA_VAL": "docvqa", "MMStar": "mmstar", "MMT-Bench_VAL": "mmt_bench", "OCRBench": "ocrbench",
-    "RealWorldQA": "realworldqa", "ScienceQA_TEST": "scienceqa", "TextVQA_VAL": "textvqa",
-}
+@functools.lru_cache(maxsize=None)
+def bundled_aliases() -> dict[str, str]:
+    """Other tools' names for the bundled benchmarks (each spec's `aliases`: lmms-eval's task names, whose data
+    is the Hugging Face parquet release our parquet specs read; VLMEvalKit's dataset names, whose data is the
+    LMUData TSV files our TSV specs read) → the bundled name, accepted by --mllm-bench. Read from the spec
+    files' `aliases` alone, without validating them (a broken spec fails when it is loaded)."""
+    from pytest_mllm.safe_yaml import load_yaml
+
+    held: dict[str, str] = {}
+    for key, path in sorted(bundled_specs().items()):
+        try:
+            raw = load_yaml(path.read_text(encoding="utf-8"))
+        except Exception:  # noqa: BLE001 - reported by load_spec when the spec is used
+            continue
+        aliases = raw.get("aliases") if isinstance(raw, dict) else None
+        held.update((alias, key) for alias in aliases or () if isinstance(alias, str))
+    return held
 
 
 def find_spec(name_or_path: str) -> Path:
-    """A spec path from a bundled benchmark name, another tool's name for one (`ALIASES`), a path to a YAML
+    """A spec path from a bundled benchmark name, another tool's name for one (`bundled_aliases`), a path to a YAML
     file, or a dataset name of VLMEvalKit's catalogue (`engine/catalogue.py`; lmms-eval's task names for them)."""
     bundled = bundled_specs()
     if name_or_path in bundled:
         return bundled[name_or_path]
-    if name_or_path in ALIASES:
-        return bundled[ALIASES[name_or_path]]
+    held = bundled_aliases()
+    if name_or_path in held:
+        return bundled[held[name_or_path]]
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path.resolve()
@@ -291,7 +295,7 @@ def find_spec(name_or_path: str) -> Path:
         return found
     if (reason := why_not(name_or_path)) is not None:
         raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
-    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *ALIASES], n=3, cutoff=0.7),
+    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *held], n=3, cutoff=0.7),
                              *difflib.get_close_matches(name_or_path, known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
@@ -356,6 +360,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         loader=checked.loader,
         version=checked.version,
         description=checked.description,
+        aliases=tuple(checked.aliases or ()),
         data_root=checked.data and checked.data.root,
         data_file=checked.data and checked.data.file,
         parser=checked.parser,
@@ -634,7 +639,7 @@ def _spec_model(names: _Names) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="hub")
         repo: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")] = Field(
-            description="The dataset repository id.", examples=["Lin-Chen/MMStar"])
+            description="The dataset repository id.", examples=["my-org/my-bench"])
         revision: Annotated[str, Field(strict=True, pattern=r"^[\w.\-/]+$")] = Field(
             "main", description=("A commit (40 hex digits: checked), or a branch or tag (the commit it pointed at "
                                  "when fetched is recorded in the data cache)."))
@@ -647,11 +652,11 @@ def _spec_model(names: _Names) -> Any:
             "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
             "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
         file: Text | None = Field(None, json_schema_extra=_describe_data_file,
-                                  examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
+                                  examples=["bench.jsonl", "MyBench_DEV_EN.tsv"])
         url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
             "Where the released data file is downloaded from when no data root is given (saved under the name "
             "in file): fetched once into the data cache, checked against md5, reused."),
-            examples=["https://opencompass.openxlab.space/utils/VLMEval/MMStar.tsv"])
+            examples=["https://example.org/data/MyBench.tsv"])
         md5: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{32}$")] | None = Field(
             None, description=("The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
                                "deleted and is an error. Without it (a file whose publisher gives none) the first "
@@ -682,7 +687,7 @@ def _spec_model(names: _Names) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="about")
         source: Text | None = Field(None, description="Where users get the files the spec reads.",
-                                    examples=["hf download lmms-lab/LIME --repo-type dataset"])
+                                    examples=["hf download my-org/my-bench --repo-type dataset"])
         reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
                                        examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
         reference_repository: Text | None = Field(
@@ -708,6 +713,10 @@ def _spec_model(names: _Names) -> Any:
         version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
                                 examples=["1"])
         description: Scalar = Field("", description="One line saying what the benchmark measures.")
+        aliases: list[Annotated[str, Field(strict=True, pattern=r"^[A-Za-z][\w.\-]*$")]] | None = Field(
+            None, description=("Other tools' names for the benchmark (an lmms-eval task, a VLMEvalKit dataset), "
+                               "taken wherever its name is: --mllm-bench, --mllm-data, MLLM_DATA_*, gates, -m."),
+            examples=[["my_bench_val", "MyBench_VAL"]])
         data: Annotated[DataSection | None, BeforeValidator(_empty_to_none)] = Field(
             None, description="Where the data lies: root (a folder) and file.")
         parser: ParserName = Field("exact", description="How an answer is read (default of every task).")
@@ -716,7 +725,7 @@ def _spec_model(names: _Names) -> Any:
             examples=["{question} Please answer yes or no."])
         open_prompt: Text | None = Field(None, description=(
             "The prompt template of questions without options, in every task (default: prompt); for "
-            "benchmarks mixing multiple-choice and open questions (MMMU)."),
+            "benchmarks mixing multiple-choice and open questions."),
             examples=["{question}\n\nAnswer the question using a single word or phrase."])
         max_new_tokens: Annotated[int, Field(strict=True, ge=1, le=MAX_NEW_TOKENS)] = Field(
             16, description="The most tokens a model may generate per answer.")
@@ -733,8 +742,8 @@ def _spec_model(names: _Names) -> Any:
         loader_options: Options = Field(None, json_schema_extra=_describe_loader_options, examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: Literal[VARIANT_MODES] = Field("none", description=(
-            "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
-            "(drawn by hypothesis)."))
+            "Visual-prompt variants of samples that carry a target region: none, grid (the method's grid of "
+            "prompt styles), full, property (drawn by hypothesis)."))
         subset: Text | None = Field(None, description=(
             "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
             "samples run."), examples=["curated_ids.txt"])

@@ -65,8 +65,6 @@ PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
     "pytest_mllm.engine.catalogue": "judge",
     "pytest_mllm.engine.output_paths": "vrp",
-    "pytest_mllm.engine.spec": "ai2d chartqa docvqa hallusionbench lime mmbench mme mmmu mmstar mmt ocrbench "
-                               "pope realworldqa scienceqa seedbench textvqa vrp",
     "pytest_mllm.evaluation": "judge tpeval vrp",
     "pytest_mllm.harness.hooks": "tpeval",
     "pytest_mllm.harness.listing": "vrp",
