@@ -47,8 +47,8 @@ def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
         problem = path_component_problem(sample.task)
         if problem is not None:
             raise SpecError(f"benchmark {spec.name!r}: task name {excerpt(sample.task)} (sample {excerpt(sample.id)}) "
-                            f"{problem}; a task name must be able to name a file (--mllm-mme-results writes "
-                            "<task>.txt): rename the task in the data")
+                            f"{problem}; a task name must be able to name a file (a results folder holds one "
+                            "<task>.txt per task): rename the task in the data")
 
 
 def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:

@@ -53,7 +53,8 @@ NAMES: dict[str, str] = {
 OWNERS: dict[str, tuple[str, ...]] = {
     "vrp": ("pytest_mllm.scoring.code_match",),  # VRPTEST's relaxed accuracy for code answers
     "lime": ("pytest_mllm.curation",),  # LIME-M's curation
-    "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation"),  # word matching; LIME-M's judge panel
+    "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation",  # word matching; LIME-M's judge panel
+              "pytest_mllm.loaders.tiny_lvlm_ehub"),  # its samples' human labels, the judge's agreement study
     "tiny_lvlm_ehub": ("pytest_mllm.judge", "pytest_mllm.scoring.word_match"),
     "mmbench": ("pytest_mllm.scoring.circular", "pytest_mllm.scoring.circular_section"),  # its CircularEval
     "mmt": ("pytest_mllm.scoring.category_mean",),  # MMT-Bench's report: meta-tasks as the mean of their subtasks
@@ -72,10 +73,6 @@ PENDING: dict[str, str] = {
     "pytest_mllm.harness.progress": "tpeval",
     "pytest_mllm.harness.setup": "tpeval",
     "pytest_mllm.harness.shard": "vrp",
-    "pytest_mllm.loaders": "mme",
-    "pytest_mllm.loaders.parquet": "mmmu",
-    "pytest_mllm.loaders.tsv": "circular mmmu",
-    "pytest_mllm.loaders.vqa": "docvqa judge pope scienceqa textvqa tiny_lvlm_ehub",
     "pytest_mllm.models.registry": "mme",
     "pytest_mllm.models.replay": "mme",
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
