@@ -5,7 +5,7 @@ decides the verdict (`verdict`; by default the reading must equal the answer, an
 word matched until a judge rules). Each registers itself where it is defined, so this module names
 none:
 
-    @parser("mme")                              # scoring/parsers.py
+    @parser("mme")                              # scoring/mme.py
     def mme_official(response, sample=None): ...
 
     @scorer("anls", threshold=1.0)              # scoring/references.py: a per-sample score in [0, 1]

@@ -78,8 +78,6 @@ PENDING: dict[str, str] = {
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
-    "pytest_mllm.scoring.parsers": "mme pope",
-    "pytest_mllm.scoring.references": "chartqa docvqa ocrbench textvqa vrp",
     "pytest_mllm.scoring.score": "judge",
     "pytest_mllm.scoring.uncertainty": "circular",
 }
