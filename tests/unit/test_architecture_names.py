@@ -73,8 +73,6 @@ PENDING: dict[str, str] = {
     "pytest_mllm.harness.progress": "tpeval",
     "pytest_mllm.harness.setup": "tpeval",
     "pytest_mllm.harness.shard": "vrp",
-    "pytest_mllm.models.registry": "mme",
-    "pytest_mllm.models.replay": "mme",
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
