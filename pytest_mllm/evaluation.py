@@ -47,6 +47,11 @@ class TaskJob(Protocol):
     """A run that works per task instead of per sample (a prompt optimization): one test per task."""
 
     name: str  # the tests' names: <benchmark>::<name>::<task>
+    title: str  # the method in words, for its progress
+    calls: tuple[str, ...]  # the kinds of calls its progress counts: a task reports "<kind>-made" events
+
+    def calls_text(self, counts: Mapping[str, int], bar: bool = False) -> str:
+        """The calls made so far ({kind: count}) in words: a progress line's end, or the bar's (`bar`)."""
 
     @property
     def steps(self) -> int:
@@ -319,8 +324,9 @@ class Evaluation:
             raise SpecError(str(exc)) from None
         self.replay_coverage[spec.name] = found.line(spec.name)
 
-    def optimized_on(self, sample: Sample) -> bool:
-        """True when `sample` is in the D_few its task's customized prompt was optimized on."""
+    def set_aside(self, sample: Sample) -> bool:
+        """True when the run keeps `sample` out of its tests: it is in the D_few its task's customized prompt
+        was optimized on (D_few ∩ D_test = ∅)."""
         return sample.id in self._few_ids.get(sample.task, ())
 
     @property
@@ -364,7 +370,7 @@ class Evaluation:
             ORIGINAL.put(record, OriginalAnswer(
                 prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
                 correct=original["correct"], status=original["status"], error=original["error"]))
-            if self.optimized_on(sample):
+            if self.set_aside(sample):
                 record.update(status="error", correct=None, error=(
                     f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
                     f"({self.settings.prompts_path}); it cannot be scored with that prompt"))

@@ -59,6 +59,7 @@ class OutputFile:
 
     option: str  # "--mllm-…", as the option is declared
     folder: bool = False  # the option names a folder the section writes into
+    suffix: str = ""  # the file's usual suffix (".png"), for the example path of an error message
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,16 @@ class Section:
             if attribute not in _DECLARED:
                 raise TypeError(f"Section() got {attribute!r}; declared attributes: {', '.join(_DECLARED)}")
             setattr(self, attribute, value)
+
+    def fills(self, spec: Any) -> bool:
+        """Whether its part is in this benchmark's results (a `BenchmarkSpec`) whatever the run's options:
+        `--mllm-list` shows its gate keys among the benchmark's gate paths."""
+        return False
+
+    def sample_unit(self, sample: Any) -> str | None:
+        """The unit a `Sample` is kept with when the method ties samples together (a variant with its
+        source): every sample of a unit runs on one shard (`harness/shard.py`); None: not the method's."""
+        return None
 
     def gate_keys(self) -> tuple[str, ...]:
         """The flat keys of its part known by name before a run (`vrp.consistency`)."""

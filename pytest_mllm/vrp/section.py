@@ -18,8 +18,23 @@ class VrpSection(Section):
     metrics = ("vrp",)
     gate_values = _RELATION
     gate_patterns = (r"vrp\.(?:level|axis)\.[^.]+\.accuracy",)
-    outputs = (OutputFile("--mllm-vrp-radar"),)
+    outputs = (OutputFile("--mllm-vrp-radar", suffix=".png"),)
     record_parts = (VARIANT,)
+
+    def fills(self, spec: Any) -> bool:
+        """A benchmark asked with variants, or the generated scenes."""
+        return bool(spec.variants != "none" or spec.loader == "vrp_shapes")
+
+    def sample_unit(self, sample: Any) -> str | None:
+        """A variant's unit: its pair group less the variant (the pair of questions on one source image), else
+        its source image."""
+        vrp = sample.metadata.get("vrp") if isinstance(sample.metadata, dict) else None
+        if not isinstance(vrp, dict):
+            return None
+        group, suffix = sample.pair_group, f"::{vrp.get('variant')}"
+        if group:
+            return f"pair:{group.removesuffix(suffix) if vrp.get('variant') else group}"
+        return f"source:{vrp['source']}" if vrp.get("source") else None
 
     def flat(self, part: Mapping[str, Any]) -> dict[str, float]:
         """The relation's values, then `vrp.level.<level>.accuracy` and `vrp.axis.<axis>.accuracy`."""

@@ -65,14 +65,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
     "pytest_mllm.engine.catalogue": "judge",
-    "pytest_mllm.engine.output_paths": "vrp",
     "pytest_mllm.evaluation": "judge tpeval vrp",
-    "pytest_mllm.harness.hooks": "tpeval",
-    "pytest_mllm.harness.listing": "vrp",
     "pytest_mllm.harness.options": "judge tpeval vrp",
-    "pytest_mllm.harness.progress": "tpeval",
-    "pytest_mllm.harness.setup": "tpeval",
-    "pytest_mllm.harness.shard": "vrp",
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.lime_score": "ocrbench",
