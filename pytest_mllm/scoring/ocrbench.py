@@ -83,7 +83,7 @@ def ocrbench_answers(references: Sequence[str]) -> list[Any]:
     return list(value)
 
 
-@scorer("ocrbench", threshold=1.0, cells=ocrbench_answers)
+@scorer("ocrbench", threshold=1.0, cells=ocrbench_answers, out_of=1000)
 def _ocrbench(answer: str, references: Sequence[Any]) -> float:
     return _first_match(ocrbench_match, answer, references)
 

@@ -80,6 +80,7 @@ class ReferenceScore:
     threshold: float
     cells: Callable[[Sequence[str]], References] | None = None  # a TSV answer cell read as the reference reads it
     details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None  # more record fields from the answer
+    out_of: int | None = None  # a task's number is its right answers over this many, whatever its size (lmms-eval's)
 
     def __call__(self, answer: str, references: Sequence[str], *, from_list: bool = False) -> tuple[float, bool]:
         """(score, correct) of `answer`; `from_list`: the references are a list column's items (a parquet
@@ -128,11 +129,12 @@ def response_text(response: str, sample: Sample | None = None) -> str:
 
 
 def scorer(name: str, *, threshold: float, cells: Callable[[Sequence[str]], References] | None = None,
-           details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None) -> Callable[[Scorer], Scorer]:
+           details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None,
+           out_of: int | None = None) -> Callable[[Scorer], Scorer]:
     """Register the decorated (answer, references) → [0, 1] function as parser `name`, scored against the
     references and right from `threshold` on; it reads the whole response (see `ReferenceScore`)."""
     def register(score: Scorer) -> Scorer:
-        rule = ReferenceScore(score, threshold, cells, details)
+        rule = ReferenceScore(score, threshold, cells, details, out_of)
         PARSERS.add(name, Parser(name, response_text, stripped, _reference_verdict(rule), rule), score.__module__)
         return score
 

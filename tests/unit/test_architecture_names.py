@@ -69,9 +69,7 @@ PENDING: dict[str, str] = {
     "pytest_mllm.harness.options": "judge tpeval vrp",
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
-    "pytest_mllm.scoring.lime_score": "ocrbench",
     "pytest_mllm.scoring.score": "judge",
-    "pytest_mllm.scoring.uncertainty": "circular",
 }
 
 
