@@ -79,7 +79,6 @@ class BenchmarkSpec:
     loader: str
     version: str = ""
     description: str = ""
-    aliases: tuple[str, ...] = ()  # other tools' names for it (an lmms-eval task, a VLMEvalKit dataset)
     data_root: str | None = None
     data_file: str | None = None
     parser: str = "exact"
@@ -96,6 +95,7 @@ class BenchmarkSpec:
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
     download: Source | None = None  # where the data is fetched from when no data root is given (engine/fetch.py)
+    aliases: tuple[str, ...] = ()  # other tools' names for a bundled spec, as it declares them (`all_aliases`)
 
     @property
     def subset_path(self) -> Path | None:
@@ -109,21 +109,21 @@ class BenchmarkSpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every name the benchmark answers to: its own, then other tools' names for it (its spec's `aliases`;
-        lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m markers
-        take each of them. A bundled benchmark's name wins over another's alias."""
+        """Every name the benchmark answers to: its own, then other tools' names for it (`all_aliases` for a bundled
+        spec, lmms-eval's tasks for a catalogue spec); --mllm-bench, --mllm-data, MLLM_DATA_*, gates and -m
+        markers take each of them."""
         bundled = bundled_specs()
         key = self.path.stem
         if bundled.get(key) == self.path:
-            return tuple(dict.fromkeys([self.name, key, *(alias for alias in self.aliases if alias not in bundled)]))
+            return tuple(dict.fromkeys([self.name, key, *(alias for alias, target in all_aliases().items()
+                                                          if target == key and alias not in bundled)]))
         from pytest_mllm.engine.catalogue import specs_folder, vlmevalkit_entry
 
         if self.path.parent == specs_folder():  # a VLMEvalKit dataset: lmms-eval's names for it too
             entry = vlmevalkit_entry(self.name)
             others = entry.lmms_eval if entry is not None else ()
-            held = bundled_aliases()
-            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in held)]))
-        return tuple(dict.fromkeys([self.name, *self.aliases]))
+            return tuple(dict.fromkeys([self.name, *(n for n in others if n not in bundled and n not in all_aliases())]))
+        return (self.name,)
 
     @property
     def env_vars(self) -> tuple[str, ...]:
@@ -254,34 +254,31 @@ def bundled_specs() -> dict[str, Path]:
     return {Path(p.name).stem: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
-@functools.lru_cache(maxsize=None)
-def bundled_aliases() -> dict[str, str]:
-    """Other tools' names for the bundled benchmarks (each spec's `aliases`: lmms-eval's task names, whose data
-    is the Hugging Face parquet release our parquet specs read; VLMEvalKit's dataset names, whose data is the
-    LMUData TSV files our TSV specs read) → the bundled name, accepted by --mllm-bench. Read from the spec
-    files' `aliases` alone, without validating them (a broken spec fails when it is loaded)."""
+@functools.cache
+def all_aliases() -> dict[str, str]:
+    """Other tools' names for the bundled specs → the spec's key, as each bundled spec declares them in its
+    `aliases:` (lmms-eval's task names, whose data is the Hugging Face parquet release our parquet specs read;
+    VLMEvalKit's dataset names, whose data is the LMUData TSV files our TSV specs read); read from the files
+    once, without validating them."""
     from pytest_mllm.safe_yaml import load_yaml
 
-    held: dict[str, str] = {}
+    found: dict[str, str] = {}
     for key, path in sorted(bundled_specs().items()):
-        try:
-            raw = load_yaml(path.read_text(encoding="utf-8"))
-        except Exception:  # noqa: BLE001 - reported by load_spec when the spec is used
-            continue
-        aliases = raw.get("aliases") if isinstance(raw, dict) else None
-        held.update((alias, key) for alias in aliases or () if isinstance(alias, str))
-    return held
+        data = load_yaml(path.read_text(encoding="utf-8"))
+        declared = data.get("aliases") if isinstance(data, dict) else None
+        found.update({str(alias): key for alias in declared or () if str(alias) not in found})
+    return found
 
 
 def find_spec(name_or_path: str) -> Path:
-    """A spec path from a bundled benchmark name, another tool's name for one (`bundled_aliases`), a path to a YAML
+    """A spec path from a bundled benchmark name, another tool's name for one (`all_aliases`), a path to a YAML
     file, or a dataset name of VLMEvalKit's catalogue (`engine/catalogue.py`; lmms-eval's task names for them)."""
     bundled = bundled_specs()
     if name_or_path in bundled:
         return bundled[name_or_path]
-    held = bundled_aliases()
-    if name_or_path in held:
-        return bundled[held[name_or_path]]
+    aliases = all_aliases()
+    if name_or_path in aliases:
+        return bundled[aliases[name_or_path]]
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path.resolve()
@@ -295,7 +292,7 @@ def find_spec(name_or_path: str) -> Path:
         return found
     if (reason := why_not(name_or_path)) is not None:
         raise SpecError(f"--mllm-bench={name_or_path}: {reason} (pytest --mllm-list shows the benchmarks that run)")
-    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *held], n=3, cutoff=0.7),
+    close = [*dict.fromkeys([*difflib.get_close_matches(name_or_path, [*bundled, *aliases], n=3, cutoff=0.7),
                              *difflib.get_close_matches(name_or_path, known_names(), n=3, cutoff=0.7)])][:3]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     known = ", ".join(sorted(bundled))
@@ -360,7 +357,6 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         loader=checked.loader,
         version=checked.version,
         description=checked.description,
-        aliases=tuple(checked.aliases or ()),
         data_root=checked.data and checked.data.root,
         data_file=checked.data and checked.data.file,
         parser=checked.parser,
@@ -377,6 +373,7 @@ def _validate(path: Path, raw: Any) -> BenchmarkSpec:
         deviations=tuple(checked.deviations or ()),
         about=About(**checked.about.model_dump(exclude_none=True)) if checked.about else About(),
         download=_download(checked),
+        aliases=tuple(checked.aliases or ()),
     )
 
 
@@ -713,10 +710,6 @@ def _spec_model(names: _Names) -> Any:
         version: Scalar = Field("", description="The benchmark's version, recorded with its results.",
                                 examples=["1"])
         description: Scalar = Field("", description="One line saying what the benchmark measures.")
-        aliases: list[Annotated[str, Field(strict=True, pattern=r"^[A-Za-z][\w.\-]*$")]] | None = Field(
-            None, description=("Other tools' names for the benchmark (an lmms-eval task, a VLMEvalKit dataset), "
-                               "taken wherever its name is: --mllm-bench, --mllm-data, MLLM_DATA_*, gates, -m."),
-            examples=[["my_bench_val", "MyBench_VAL"]])
         data: Annotated[DataSection | None, BeforeValidator(_empty_to_none)] = Field(
             None, description="Where the data lies: root (a folder) and file.")
         parser: ParserName = Field("exact", description="How an answer is read (default of every task).")
@@ -753,6 +746,10 @@ def _spec_model(names: _Names) -> Any:
             examples=[["strip_cells"]])
         about: AboutSection | None = Field(None, description=(
             "For the benchmarks page: where the files come from, the reference implementation, the sample count."))
+        aliases: list[Text] | None = Field(None, description=(
+            "A bundled spec's other names in other tools (VLMEvalKit's dataset, lmms-eval's tasks): --mllm-bench, "
+            "--mllm-data, MLLM_DATA_*, gates and -m markers take them as the spec's name."),
+            examples=[["MyBench_DEV_EN", "mybench_en_dev"]])
 
         @field_validator("subset")
         @classmethod

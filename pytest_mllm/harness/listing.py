@@ -10,7 +10,7 @@ import pytest
 
 from pytest_mllm.engine.catalogue import listing_lines
 from pytest_mllm.engine.fetch import describe
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, bundled_aliases, bundled_specs, load_spec
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, all_aliases, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
 from pytest_mllm.sections import all_sections
@@ -71,7 +71,7 @@ def gate_paths(spec: BenchmarkSpec) -> str:
 def listing() -> str:
     """The text of `pytest --mllm-list`."""
     others = {}
-    for alias, name in bundled_aliases().items():
+    for alias, name in all_aliases().items():
         others.setdefault(name, []).append(alias)
     lines = ["Bundled benchmarks (--mllm-bench=NAME; other tools' names in brackets are accepted too)", ""]
     for key, spec in bundled():
@@ -93,7 +93,7 @@ def listing() -> str:
             lines.append(f"  data: {spec.about.source or 'see the spec'}; pass --mllm-data={spec.name}=DIR or set "
                          f"{spec.env_var}")
         lines.append("")
-    return "\n".join([*lines, *registered(), *listing_lines(bundled_aliases())])
+    return "\n".join([*lines, *registered(), *listing_lines(all_aliases())])
 
 
 def registered() -> list[str]:

@@ -18,14 +18,14 @@ sys.path.insert(0, str(REPO))
 
 from pytest_mllm.engine.catalogue import (kind_label, lmms_eval, runnable, spec_text, specs_folder,  # noqa: E402
                                           vlmevalkit)
-from pytest_mllm.engine.spec import bundled_aliases, bundled_specs  # noqa: E402
+from pytest_mllm.engine.spec import all_aliases, bundled_specs  # noqa: E402
 from pytest_mllm.scoring.catalogue_templates import TEMPLATES  # noqa: E402
 
 PAGE = REPO / "docs" / "catalogue.md"
 
 
 def _held() -> dict[str, str]:
-    return {**bundled_aliases(), **{name: name for name in bundled_specs()}}
+    return {**all_aliases(), **{name: name for name in bundled_specs()}}
 
 
 def expected() -> dict[str, str]:
