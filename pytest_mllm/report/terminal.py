@@ -73,7 +73,7 @@ def _table(title: str, cols: list[str], rows: Sequence[tuple[str, dict[str, Any]
     for col in extra:
         table.add_column(col, justify="right", no_wrap=True)
     for label, scope, key in rows:
-        cells = [_fmt(scope.get(c), percent=not sections.is_points_key(c)) for c in cols]
+        cells = [_fmt(scope.get(c), percent=sections.is_rate_key(c)) for c in cols]
         more = [values.get(key or "", "") for values in extra.values()]
         table.add_row(Text(label), str(scope.get("count", 0)), str(scope.get("errors", 0)), *cells, *more,
                       style="bold" if not label.startswith(" ") else None)
@@ -92,7 +92,7 @@ def _uncertainty_column(result: BenchmarkResult) -> dict[str, dict[str, str]]:
     for key in ("overall", *result.scopes["groups"], *result.scopes["tasks"]):
         interval = found.get(headline if key == "overall" else f"{key}.{headline}")
         if interval:
-            width = half_width(interval) * (1 if sections.is_points_key(headline) else 100)
+            width = half_width(interval) * (100 if sections.is_rate_key(headline) else 1)
             column[key] = f"±{width:.1f}"
     return {f"{header(headline).split()[0]} ±95%": column}
 
