@@ -221,13 +221,6 @@ def is_rate_key(key: str) -> bool:
     return key == "accuracy" or (found is not None and found.unit == "rate")
 
 
-def is_rate_key(key: str) -> bool:
-    """Whether a value key is a rate (0–1, shown in %): accuracy and every key no column declares another
-    unit of."""
-    found = column(key)
-    return found is None or found.unit == "rate"
-
-
 def is_points_key(key: str) -> bool:
     """Whether a value key is in points (MME's task scores and their sums)."""
     found = column(key)
