@@ -31,6 +31,7 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
+from pytest_mllm.sections import SECTIONS, VerdictStep
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
@@ -116,6 +117,7 @@ class EvaluationSettings:
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
     data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
+    sections: Mapping[str, Any] = field(default_factory=dict)  # section → its run settings (`Section.read_options`)
 
     @cached_property
     def model_ref(self) -> ModelRef:
@@ -136,13 +138,15 @@ class Evaluation:
         self._make_user_model = make_model
         self.turn = Turn()  # held by each answer of an `AnswerPipeline` (a served model's requests in flight)
         self.cache = self._open_cache()
+        # a judge whose replies are recorded in a file answers only the sections' verdict steps
+        live_judge = settings.judge is not None and not settings.judge.model_ref.recording
         self.evaluator = Evaluator(
             self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
             identity_factory=self._model_identity,
             settings=_answer_settings(settings.hf_options),
-            judge_factory=self._make_judge if settings.judge else None, withhold_images=settings.no_image,
-            extractor_factory=self._make_choice_extractor if settings.judge else None,
-            max_new_tokens=settings.max_new_tokens, on_load=on_load)
+            judge_factory=self._make_judge if live_judge else None, withhold_images=settings.no_image,
+            extractor_factory=self._make_choice_extractor if live_judge else None,
+            verdict_steps=self._verdict_step, max_new_tokens=settings.max_new_tokens, on_load=on_load)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
         self.prompts: PromptsFile | None = self._read_prompts()
         self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
@@ -221,6 +225,10 @@ class Evaluation:
         assert judge is not None
         return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
                                max_tokens=judge.max_tokens, cache=self.cache)  # type: ignore[arg-type]
+
+    def _verdict_step(self, section: str) -> VerdictStep:
+        """The verdict step of a section (`Section.verdict_step`) with its settings for this run."""
+        return SECTIONS.get(section).verdict_step(self.settings.sections.get(section), self.settings, self.cache)
 
     @property
     def model(self) -> Model:
@@ -434,6 +442,7 @@ class Evaluation:
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             "prompts": str(s.prompts_path) if s.prompts_path else None,
             "prompts_model": self.prompts.model if self.prompts is not None else None,
+            **{key: value for settings in s.sections.values() for key, value in settings.describe().items()},
         }
 
 

@@ -122,18 +122,29 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
                     help="retries (with backoff) on 429, 5xx and connection errors")
     group.addoption("--mllm-judge", metavar="MODEL",
-                    help="judge LLM for open-ended answers (CEE: five prompts, majority vote), e.g. openai:gpt-4o-mini; "
-                         "without it open answers are scored by word matching")
+                    help="judge LLM, e.g. openai:gpt-4o-mini: for open-ended answers (CEE: five prompts, majority vote; "
+                         "without it word matching) and the judge-graded benchmarks (docs/judged.md), which also take "
+                         "replay:FILE, a judged file of VLMEvalKit's (its judge's recorded replies)")
     group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
     group.addoption("--mllm-judge-api-key-env", metavar="NAME",
                     help="environment variable holding the judge's API key, which must then be set "
                          "(default: $OPENAI_API_KEY)")
     group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
                     help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
-    group.addoption("--mllm-judge-max-tokens", type=int, default=512, metavar="N",
-                    help="longest judge reply (analysis plus verdict)")
+    group.addoption("--mllm-judge-max-tokens", type=int, default=None, metavar="N",
+                    help="longest judge reply: CEE's (analysis plus verdict, default 512); for the judge-graded "
+                         "benchmarks a cap on each one's own limit (docs/judged.md)")
     group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
                     help="judge sampling temperature (the paper's code used 0.5)")
+    group.addoption("--mllm-judge-revision", metavar="TEXT",
+                    help="what the served judge of the judge-graded benchmarks is (a checkpoint, a dated model "
+                         "version): recorded with its grades and part of its replies' cache key")
+    group.addoption("--mllm-judge-grading-prompts", metavar="FILE",
+                    help="YAML file with the judge-graded benchmarks' judge prompts in your own wording (per "
+                         "benchmark: a user template and an optional system message); see docs/judged.md")
+    group.addoption("--mllm-judge-runs", type=int, default=1, metavar="N",
+                    help="ask a repeatable grader's judge N times per answer and average the grades (the "
+                         "official scorer's num_run; VLMEvalKit's: 1); see docs/judged.md")
     group.addoption("--mllm-judge-prompts", metavar="FILE",
                     help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
                          "replacing the built-in ones; see docs/reference.md")

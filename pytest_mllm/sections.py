@@ -20,7 +20,7 @@ plugin or a conftest registers its own the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -92,6 +92,20 @@ class HtmlPage(Protocol):
         series, `bar_groups` colours each bar by its group."""
 
 
+class RunSettings(Protocol):
+    """A section's settings for one run (`Section.read_options`)."""
+
+    def describe(self) -> dict[str, Any]:
+        """The settings as the results file records them (beside the run's own)."""
+
+    def inputs(self) -> dict[str, Path | None]:
+        """The files the run reads for it, by what they are ("the --mllm-… file"): no output may overwrite them."""
+
+
+# (record, sample, read through VLMEvalKit's .xlsx?) triples whose verdict is the step's, set in place
+VerdictStep = Callable[[Sequence[tuple[Any, Any, bool]]], None]
+
+
 class Section:
     """One method's or metric family's results beside accuracy. Subclass it (or, for declarations
     alone, pass them as keywords: `Section(title=…, columns=…)`), set what applies, and register an
@@ -152,6 +166,23 @@ class Section:
     def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
         """Lines for the Markdown summary, from its part of one benchmark's scopes."""
         return []
+
+    def comparable(self, before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+        """Why a benchmark's two runs, holding these parts (empty where a run has none), cannot be compared: a
+        difference between them would be no regression (graded by different judges); None when they can."""
+        return None
+
+    def read_options(self, option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> RunSettings | None:
+        """Its settings for a run, from its command-line options (`option("mllm_…")`, declared in `plugin.py`)
+        and the run's benchmarks ({name: the answer parsers its spec names}); ValueError names the option and
+        the fix, before anything runs. None: it has none."""
+        return None
+
+    def verdict_step(self, settings: Any, run: Any, cache: Any) -> VerdictStep:
+        """The step giving the verdicts of the parsers naming it (`scoring.score.Parser.verdict_by`), built once
+        per run from its `read_options` settings, the run's `evaluation.EvaluationSettings` and the response
+        cache (None when off)."""
+        raise NotImplementedError(f"section {self.name!r} gives no verdicts")
 
     def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
         """Write the file `option` asks for, from {benchmark: `report.results.BenchmarkResult`}; what was
@@ -256,6 +287,24 @@ def output_files() -> dict[str, tuple[Section, OutputFile]]:
 def record_parts() -> tuple[RecordPart[Any], ...]:
     """Every registered part a record may carry beside the core fields."""
     return tuple(part for section in all_sections() for part in section.record_parts)
+
+
+def incomparable(before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """Why a benchmark's two runs (their scopes, as results files hold them) cannot be compared, from the first
+    section that says so; None when they can."""
+    for section in all_sections():
+        parts = [scopes.get(section.name) for scopes in (before, now)]
+        if any(parts):
+            why = section.comparable(*(p if isinstance(p, Mapping) else {} for p in parts))
+            if why is not None:
+                return why
+    return None
+
+
+def run_settings(option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> dict[str, RunSettings]:
+    """{section: its settings} of the sections with settings for this run (`Section.read_options`)."""
+    found = {section.name: section.read_options(option, benchmarks) for section in all_sections()}
+    return {name: settings for name, settings in found.items() if settings is not None}
 
 
 def parts_from_sample(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, DecodedImages, ImageEr
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record, new_record, status_of
 from pytest_mllm.sample import Model, Request, Response, Sample
-from pytest_mllm.scoring.score import get_parser, normalize_answer, references, score_record
+from pytest_mllm.scoring.score import NOT_YET_RULED, get_parser, normalize_answer, references, score_record
 from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.sections import parts_from_sample
+from pytest_mllm.sections import VerdictStep, parts_from_sample
 
 
 def render_options(sample: Sample) -> str:
@@ -95,6 +95,7 @@ class Evaluator:
                  settings: dict[str, Any] | None = None,
                  judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False,
                  extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None,
+                 verdict_steps: Callable[[str], VerdictStep] | None = None,
                  on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
         self._model_factory = model_factory
         # told (name, None, None) as the model starts loading, (name, seconds, where its weights went) once loaded
@@ -115,6 +116,8 @@ class Evaluator:
         self._judge: Any = None
         self._extractor_factory = extractor_factory  # with a judge: unreadable choice answers go to the LLM
         self._extractor: Any = None
+        self._make_verdict_step = verdict_steps  # a section's name → its verdict step (`Section.verdict_step`)
+        self._verdict_steps: dict[str, VerdictStep] = {}
 
     @property
     def model(self) -> Model:
@@ -168,6 +171,8 @@ class Evaluator:
             todo = [t for t in todo if not t.record["cached"]]
         if todo:
             self._answer(todo, keys)
+        self._rule([(r, s, spec.responses_through_xlsx) for r, (s, spec) in zip(records, items)
+                    if r["error"] == NOT_YET_RULED])
         if self._extractor_factory is not None:
             self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
                                    if r["status"] != "error" and s.choices
@@ -178,6 +183,19 @@ class Evaluator:
                               if s.answer_type == "open" and r["response"] is not None
                               and (WORD_MATCH.get(r) is not None or "vqaeval_stops_at" in s.metadata)])
         return records
+
+    def _rule(self, triples: list[tuple[Record, Sample, bool]]) -> None:
+        """The verdicts a parser leaves to its section's step (`Parser.verdict_by`), a batch per section; a failure
+        of the step's own (an LLM's) turns those samples into errors, never scores."""
+        if self._make_verdict_step is None:
+            return  # left as errors: no verdict
+        by_section: dict[str, list[tuple[Record, Sample, bool]]] = {}
+        for triple in triples:
+            by_section.setdefault(get_parser(triple[0]["parser"]).verdict_by or "", []).append(triple)
+        for name, group in by_section.items():
+            if name not in self._verdict_steps:
+                self._verdict_steps[name] = self._make_verdict_step(name)
+            self._verdict_steps[name](group)
 
     def _judge_open(self, pairs: list[tuple[Record, Sample]]) -> None:
         """CEE verdicts for open answers; a judge failure turns the sample into an error, never a score."""

@@ -12,12 +12,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
-from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec
+from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec, load_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
 from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, run_name
 from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
@@ -29,7 +29,7 @@ from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
-from pytest_mllm.sections import output_files
+from pytest_mllm.sections import output_files, run_settings
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
@@ -87,7 +87,8 @@ class Options:
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
-            replay_min_match=_replay_min_match(config), data_cache=data_cache)
+            replay_min_match=_replay_min_match(config), data_cache=data_cache,
+            sections=_section_settings(config, benchmarks))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -99,6 +100,7 @@ class Options:
             inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
+                **{what: path for settings in evaluation.sections.values() for what, path in settings.inputs().items()},
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
             try:
                 outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
@@ -183,6 +185,22 @@ _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
     ("mllm_concurrency", 1, 1 << 12, "1 or more"),
 )
+
+
+def _section_settings(config: pytest.Config, benchmarks: list[Path]) -> dict[str, Any]:
+    """Each section's settings for the run, read from its own options (`Section.read_options`), told the
+    parsers of the --mllm-bench specs (one that cannot be read is reported where the run reads it)."""
+    parsers = {}
+    for path in benchmarks:
+        try:
+            spec = load_spec(path)
+        except SpecError:
+            continue
+        parsers[spec.name] = tuple(dict.fromkeys([spec.parser, *(task.parser for task in spec.tasks.values())]))
+    try:
+        return run_settings(config.getoption, parsers)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _check_ranges(config: pytest.Config) -> None:
@@ -347,7 +365,7 @@ def _judge(config: pytest.Config) -> JudgeSettings | None:
     return JudgeSettings(model=opt("mllm_judge"), endpoint=_endpoint(config, "mllm_judge_base_url",
                                                                      "mllm_judge_api_key_env"),
                          mode=opt("mllm_judge_mode"), temperature=opt("mllm_judge_temperature"),
-                         max_tokens=opt("mllm_judge_max_tokens"), prompts=_judge_prompts(opt("mllm_judge_prompts")))
+                         max_tokens=opt("mllm_judge_max_tokens") or 512, prompts=_judge_prompts(opt("mllm_judge_prompts")))
 
 
 def _judge_prompts(path: str | None) -> tuple[Prompt, ...] | None:

@@ -50,6 +50,7 @@ from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
 from pytest_mllm.loaders.cells import NO_OPTIONS, read_column
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import BadSample, ImageRef, Sample
+from pytest_mllm.scoring.prediction_cells import NA_WORDS
 
 _OPTION_LETTERS = string.ascii_uppercase  # VLMEvalKit reads every column A … Z as an option
 _MISSING = {"", "nan", "none", "null"}
@@ -217,7 +218,9 @@ def cell_list(cell: str, field: str) -> list[str]:
 @loader("tsv", about="a table with base64 images: VLMEvalKit's released files", data_file="",
         options={"split": "", "task": "", "task_column": "", "task_separator": "",
                  "task_names": "the tasks the reference scores", "question_type_column": "",
-                 "split_tasks": "the split cell is the task"})
+                 "split_tasks": "the split cell is the task",
+                 "answer_column": "the column of the reference answer",
+                 "keep_columns": "cells a scorer reads: each sample's metadata columns"})
 def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of `data.file` (relative to the data root), one per row, in file order."""
     assert root is not None
@@ -227,6 +230,7 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
     if not path.is_file():
         raise SpecError(f"benchmark {spec.name!r}: TSV file not found: {path}")
     header, rows = read_rows(path)
+    header = _with_answer_column(spec, path, header, rows)
     for required in ("index", "question", "answer"):
         if required not in header:
             raise SpecError(f"{path}: missing column {required!r} (columns: {', '.join(header)})")
@@ -237,6 +241,7 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
         if column and column not in header:
             raise SpecError(f"{path}: no column {column!r} (loader_options.{option} of {spec.path}); "
                             f"columns: {', '.join(header)}")
+    kept = _kept_columns(spec, path, header)
     data_by_index = {_cell(row.cells, "index"): row.data for row in rows if row.data is not None}
     _read_cells(spec, header, rows)
     rows = _select_split(spec, path, header, rows)
@@ -262,10 +267,44 @@ def load_tsv(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]
                                      "write the cell as one of them")
                 sample = _sample(spec, task_row, index, task, sample_id, letters, _images(row, file))
                 sample.metadata["row"] = position
+                if kept:
+                    sample.metadata["columns"] = {name: _kept(row.cells.get(name)) for name in kept}
                 samples.append(sample)
             except ValueError as exc:
                 samples.append(BadSample(sample_id, spec.name, task, f"{path}:{row.line}: {exc}"))
     return samples
+
+
+def _with_answer_column(spec: BenchmarkSpec, path: Path, header: list[str], rows: list[Row]) -> list[str]:
+    """`loader_options.answer_column`: the column holding the reference answer (LLaVA-Bench's `gpt4_ans`), read
+    as the answer."""
+    column = spec.loader_options.get("answer_column")
+    if not column or column == "answer":
+        return header
+    if column not in header:
+        raise SpecError(f"{path}: no column {column!r} (loader_options.answer_column of {spec.path}); "
+                        f"columns: {', '.join(header)}")
+    for row in rows:
+        row.cells["answer"] = row.cells.get(column, "")
+    return header if "answer" in header else [*header, "answer"]
+
+
+def _kept_columns(spec: BenchmarkSpec, path: Path, header: list[str]) -> list[str]:
+    """`loader_options.keep_columns`: the cells a scorer reads beyond the question, answer and options (each sample's
+    `metadata["columns"]`); every one must be in the file."""
+    names = spec.loader_options.get("keep_columns") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise SpecError(f"{spec.path}: field 'loader_options.keep_columns' must be a list of column names")
+    missing = [n for n in names if n not in header]
+    if missing:
+        raise SpecError(f"{path}: no column {missing[0]!r} (loader_options.keep_columns of {spec.path}); "
+                        f"columns: {', '.join(header)}")
+    return list(names)
+
+
+def _kept(cell: str | None) -> str | None:
+    """A kept cell as pandas reads text: None where pandas sees a missing value, else as written."""
+    return None if cell is None or cell in NA_WORDS else cell
 
 
 def _task_names(spec: BenchmarkSpec) -> set[str] | None:

@@ -197,6 +197,12 @@ def _flips(base: Document, head: Document, label: str) -> tuple[list[dict[str, A
     return flips, compared, changed
 
 
+def _incomparable(first: Document, later: Document, benchmark: str) -> str | None:
+    """Why a benchmark's two runs cannot be compared, as a section says from their scopes (`sections.incomparable`)."""
+    scopes = [(doc["benchmarks"].get(benchmark) or {}).get("scopes") or {} for doc in (first, later)]
+    return sections.incomparable(*scopes)
+
+
 def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: Sequence[Gate],
                  pairings: Mapping[str, Any] | None = None,
                  benchmarks: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -212,6 +218,11 @@ def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: S
         paired = (pairings or {}).get(label) or _pairing(documents[0], doc)
         run = labels.index(label)
         for v in evaluate_regressions(list(limits), current, baseline, headlines, paired):
+            why = _incomparable(documents[0], doc, v.gate.benchmark)
+            if why is not None:  # a section says the runs differ in a way no regression explains (their judges)
+                verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,
+                                 "verdict": "not run", "note": why})
+                continue
             bench = (benchmarks or {}).get(v.gate.benchmark) or {}
             if (bench.get("data_changed") or [None] * (run + 1))[run]:
                 verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,

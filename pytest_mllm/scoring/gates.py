@@ -176,6 +176,15 @@ def load_baseline(path: Path) -> dict[str, dict[str, float]]:
         raise GateSyntaxError(f"cannot read baseline results {path}: {exc!s} (expected a --mllm-json file)") from None
 
 
+def load_baseline_scopes(path: Path) -> dict[str, Mapping[str, Any]]:
+    """{benchmark: its scopes} from an earlier `--mllm-json` file ({} where it holds none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {name: b.get("scopes") or {} for name, b in data["benchmarks"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return {}
+
+
 def _non_finite(word: str) -> float:
     raise ValueError(f"it holds {word}, which is not a finite number: a baseline's metrics must be numbers "
                      "a run can score")
@@ -187,12 +196,14 @@ def evaluate_regressions(
     baseline: Mapping[str, Mapping[str, float]],
     headlines: Mapping[str, str],
     paired: Callable[[str], Any] | None = None,
+    incomparable: Mapping[str, str] | None = None,
 ) -> list[Verdict]:
     """Each limit: the metric may fall below its baseline value by at most `max_drop`.
 
     A statistical limit (`alpha` set) is decided on the paired samples instead: `paired(bench)`
     returns that benchmark's `scoring.significance.PairedComparison`, or a string saying why there
-    is none (then the limit fails, saying so).
+    is none (then the limit fails, saying so). A benchmark in `incomparable` (why, as a section says:
+    `sections.incomparable`) is not compared: its limits are "not run", saying why.
     """
     verdicts: list[Verdict] = []
     for limit in limits:
@@ -203,6 +214,9 @@ def evaluate_regressions(
                         alpha=limit.alpha, significant=limit.significant)
             if bench not in current:
                 verdicts.append(Verdict(gate, None, None, "not run", f"benchmark {bench!r} did not run"))
+                continue
+            if bench in (incomparable or {}):
+                verdicts.append(Verdict(gate, current[bench].get(key), None, "not run", (incomparable or {})[bench]))
                 continue
             before = baseline.get(bench, {}).get(key)
             now = current[bench].get(key)
@@ -242,9 +256,11 @@ class GateSettings:
         return {g.benchmark for g in [*self.gates, *self.max_drops] if g.benchmark != "*"}
 
     def verdicts(self, current: Mapping[str, Mapping[str, float]], scopes: Mapping[str, Iterable[str]],
-                 headlines: Mapping[str, str], paired: Callable[[str], Any] | None = None) -> list[Verdict]:
+                 headlines: Mapping[str, str], paired: Callable[[str], Any] | None = None,
+                 parts: Mapping[str, Mapping[str, Any]] | None = None) -> list[Verdict]:
         """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails.
-        `paired` decides statistical regression limits (see `evaluate_regressions`).
+        `paired` decides statistical regression limits (see `evaluate_regressions`); `parts` ({benchmark: its
+        scopes}) keeps a benchmark from comparison where a section says its baseline run cannot be compared.
 
         A gate left unevaluated (its benchmark did not run, was misspelled, or -k removed its
         task) fails, saying why, unless `skip_missing` makes that "not run" on purpose.
@@ -256,7 +272,10 @@ class GateSettings:
             except GateSyntaxError as exc:
                 baseline = {}
                 verdicts.append(Verdict(Gate(str(self.baseline), "*", "*"), None, None, "fail", str(exc)))
-            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines, paired)
+            before = load_baseline_scopes(self.baseline) if parts is not None else {}
+            incomparable = {name: why for name, now in (parts or {}).items()
+                            if (why := sections.incomparable(before.get(name) or {}, now)) is not None}
+            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines, paired, incomparable)
         if not self.skip_missing:
             ran = ", ".join(sorted(current)) or "none"
             for verdict in verdicts:

@@ -29,6 +29,8 @@ Reader = Callable[[str, Sample], str]  # (response, sample) → the answer read 
 References = Sequence[Any]
 Scorer = Callable[[str, References], float]  # (answer, references) → a score in [0, 1]
 OPEN_ANSWERS = "word_match"  # the parser whose verdict scores an open answer its own parser does not score
+# The error of an answer whose parser leaves the verdict to a section's step (`Parser.verdict_by`) until it rules.
+NOT_YET_RULED = "no verdict: this benchmark's answers are ruled on after they are given, and nothing ruled on this one"
 
 
 @dataclass(frozen=True)
@@ -108,16 +110,17 @@ class Parser:
     verdict: Verdict | None = None  # None: the reading equals the answer (an open answer: word matching)
     scorer: ReferenceScore | None = None  # set for a parser scored against references (`@scorer`)
     unreadable: str | None = None  # the reading of an answer the rules cannot decide, which a judge LLM may read
+    verdict_by: str | None = None  # the section whose verdict step rules once the batch is answered (`sections.py`)
 
 
 PARSERS: Registry[Parser] = Registry("answer parser", "parser", "scorer")
 
 
 def parser(name: str, *, answer: Callable[[str], str] = lowered, verdict: Verdict | None = None,
-           unreadable: str | None = None) -> Callable[[Reader], Reader]:
+           unreadable: str | None = None, verdict_by: str | None = None) -> Callable[[Reader], Reader]:
     """Register the decorated reader as answer parser `name` (see `Parser`)."""
     def register(read: Reader) -> Reader:
-        PARSERS.add(name, Parser(name, read, answer, verdict, None, unreadable), read.__module__)
+        PARSERS.add(name, Parser(name, read, answer, verdict, None, unreadable, verdict_by), read.__module__)
         return read
 
     return register
@@ -196,6 +199,9 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
         record["read_response"] = text if text != response.text else None
     entry = get_parser(record["parser"])
     parsed = entry.read(text, sample)
+    if entry.verdict_by is not None:  # its section's verdict step rules once the batch is answered
+        record.update(response=response.text, parsed=parsed, error=NOT_YET_RULED, latency_s=round(response.latency_s, 6))
+        return record
     rule = entry.verdict or (get_parser(OPEN_ANSWERS).verdict if sample.answer_type == "open" else None) or equal
     try:
         scored = rule(text, parsed, record["answer"], sample)

@@ -45,7 +45,7 @@ NAMES: dict[str, str] = {
     "tiny_lvlm_ehub": r"ehub|tiny lvlm",
     "mathvista": r"math ?vista",
     "mmvet": r"mm ?vet",
-    "llava_bench": r"llava ?bench",
+    "llava_bench": r"llava ?bench|lla va ?bench",  # "LLaVABench" splits into "lla vabench", "LLaVA-Bench" into "lla va bench"
     "ccocr": r"cc ?ocr",
 }
 
@@ -139,6 +139,13 @@ def test_the_search_reads_code_not_prose() -> None:
     assert {line for line, _ in words} == {3} and any(w == "tp eval run" for _, w in words)
     assert [name for name, pattern in _PATTERNS.items() if any(pattern.search(w) for _, w in words)] \
         == ["vrp", "tpeval", "mmmu"]
+
+
+def test_the_judge_graded_benchmarks_names_are_found_however_spelled() -> None:
+    found = {name for name, pattern in _PATTERNS.items()
+             for text in ("LLaVABench", "LLaVA-Bench", "llava_bench", "MathVista_MINI", "MMVet", "mm_vet")
+             if pattern.search(_words(text))}
+    assert found == {"llava_bench", "mathvista", "mmvet"}
 
 
 def test_a_module_owns_the_names_its_path_spells() -> None:

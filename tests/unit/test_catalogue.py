@@ -148,10 +148,13 @@ def test_lmms_eval_names_find_the_benchmark_they_map_to() -> None:
     assert find_spec("seedbench_2_plus") == find_spec("SEEDBench2_Plus")
     assert load_spec(find_spec("infovqa_val")).name == "InfoVQA_VAL"
     assert find_spec("mmbench_en_dev") == bundled_specs()["mmbench"]  # an alias of a hand-written spec wins
+    for names, spec in ((("MathVista_MINI", "mathvista_testmini", "mathvista_testmini_format"), "mathvista"),
+                        (("MMVet", "mmvet"), "mmvet"), (("LLaVABench", "llava_in_the_wild"), "llavabench")):
+        assert {find_spec(name) for name in names} == {bundled_specs()[spec]}  # the names its spec declares
 
 
 @pytest.mark.parametrize(("name", "reason"), [
-    ("MathVista_MINI", "judge-graded"), ("MMBench_TEST_EN", "no ground truth here"), ("Video-MME", "video"),
+    ("MathVerse_MINI", "judge-graded"), ("MMBench_TEST_EN", "no ground truth here"), ("Video-MME", "video"),
     ("MMVP", "scorer not reproduced yet")])
 def test_a_catalogue_name_that_cannot_run_says_why(name: str, reason: str) -> None:
     with pytest.raises(SpecError, match=f"--mllm-bench={name}: {name} is in VLMEvalKit's catalogue but cannot run "

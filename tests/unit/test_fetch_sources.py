@@ -42,6 +42,10 @@ VLMEVALKIT = {
     "scienceqa": ("https://opencompass.openxlab.space/utils/benchmarks/ScienceQA/ScienceQA_TEST.tsv",
                   "e42e9e00f9c59a80d8a5db35bc32b71f"),
     "textvqa": ("https://opencompass.openxlab.space/utils/VLMEval/TextVQA_VAL.tsv", "b233b31f551bbf4056f2f955da3a92cd"),
+    "mathvista": ("https://opencompass.openxlab.space/utils/VLMEval/MathVista_MINI.tsv",
+                  "f199b98e178e5a2a20e7048f5dcb0464"),
+    "mmvet": ("https://opencompass.openxlab.space/utils/VLMEval/MMVet.tsv", "748aa6d4aa9d4de798306a63718455e3"),
+    "llavabench": ("https://opencompass.openxlab.space/utils/VLMEval/LLaVABench.tsv", "d382a093f749a697820d3dadd61c8428"),
 }
 
 

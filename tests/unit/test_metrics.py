@@ -27,7 +27,8 @@ def test_known_metrics_are_the_declarable_registered_names() -> None:
     # among them (a metric added is one module: the architecture test holds the index and the registrations equal)
     assert set(known_metrics()) >= {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
                                   "mean_score", "circular", "mmmu", "category_mean", "ocrbench", "hallusionbench",
-                                  "captions", "ocrbench_accuracy", "lime_score", "cider", "ocr_f1"}
+                                  "captions", "ocrbench_accuracy", "lime_score", "cider", "ocr_f1", "mathvista",
+                                  "llavabench"}
     assert "tp_eval" not in known_metrics()  # registered, but switched on by the records only
     with pytest.raises(ValueError, match="already registered"):
         register(Metric("pope", scope_pope))

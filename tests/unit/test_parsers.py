@@ -72,5 +72,5 @@ def test_lenient_multiple_choice_reads_letters_and_option_texts(response: str, e
 
 def test_unknown_parser_lists_the_known_ones() -> None:
     with pytest.raises(KeyError, match="known parsers: ccocr_ocr, choice, choice_exact_match, choice_lenient, choice_llava, "
-                                       "code_bleu4, exact, exact_stripped, mme"):
+                                       "code_bleu4, exact, exact_stripped, llavabench, mathvista, mme"):
         get_parser("fuzzy")

@@ -240,3 +240,63 @@ def test_a_number_column_is_shown_as_it_is_not_in_percent(tmp_path: Path) -> Non
         for registry, names in zip(registries, before):
             for name in set(registry.names()) - names:
                 registry.remove(name)
+
+
+class _Echo:
+    """A model answering each request with its prompt's last word."""
+
+    name = "echo"
+    needs_images = False
+
+    def generate(self, requests: Any) -> list[Any]:
+        from pytest_mllm.sample import Response
+
+        return [Response(r.prompt.split()[-1]) for r in requests]
+
+
+class TossSection(Section):
+    """Gives the verdicts of the parser naming it once a batch is answered; runs tossed otherwise do not compare."""
+
+    def verdict_step(self, settings: Any, run: Any, cache: Any) -> Any:
+        def rule(triples: Any) -> None:
+            for record, _, _ in triples:
+                if record["parsed"] == "fail":
+                    record["error"] = "the step could not rule"  # its own failure: the sample's error
+                    continue
+                right = record["parsed"] == settings
+                record.update(correct=right, status=status_of(right), error=None)
+
+        return rule
+
+    def comparable(self, before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+        return None if before.get("side") == now.get("side") else "tossed otherwise"
+
+
+def test_a_parser_may_leave_its_verdict_to_a_sections_step_and_a_section_may_refuse_a_comparison(
+        tmp_path: Path) -> None:
+    from pytest_mllm.engine.evaluator import Evaluator
+    from pytest_mllm.scoring.score import NOT_YET_RULED, PARSERS, parser
+
+    sections.all_sections()
+    section = sections.register_section("toss", TossSection())
+    parser("toss_call", verdict_by="toss")(lambda response, sample: response)
+    try:
+        spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl", parser="toss_call")
+        items = [(Sample(id=f"t::{n}", benchmark="b", task="t", question=f"say {word}", answer="", answer_type="open"),
+                  spec) for n, word in enumerate(("heads", "tails", "fail"))]
+        asked: list[str] = []
+        evaluator = Evaluator(lambda: _Echo(), model_name="echo",  # type: ignore[arg-type, return-value]
+                              verdict_steps=lambda name: asked.append(name) or sections.SECTIONS.get(name).verdict_step(
+                                  "heads", None, None))
+        records = evaluator.evaluate(items)
+        assert [(r["status"], r["error"]) for r in records] == [
+            (CORRECT, None), (INCORRECT, None), (ERROR, "the step could not rule")]
+        assert asked == ["toss"]  # built once per run
+        unruled = Evaluator(lambda: _Echo(), model_name="echo").evaluate(items[:1])  # type: ignore[arg-type, return-value]
+        assert (unruled[0]["status"], unruled[0]["error"]) == (ERROR, NOT_YET_RULED)  # never a verdict of its own
+        assert sections.incomparable({"toss": {"side": "heads"}}, {"toss": {"side": "heads"}}) is None
+        assert sections.incomparable({"toss": {"side": "heads"}}, {"overall": {}}) == "tossed otherwise"
+        assert section.name == "toss"
+    finally:
+        PARSERS.remove("toss_call")
+        sections.SECTIONS.remove("toss")
