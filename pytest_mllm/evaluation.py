@@ -31,7 +31,7 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, VerdictStep
+from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
@@ -101,8 +101,6 @@ class EvaluationSettings:
     batch_size: int = 8
     cache_mode: str = "on"  # on, off, refresh
     cache_path: Path = Path(".mllm_cache") / "responses.sqlite3"
-    vrp_mode: str | None = None  # overrides the specs' `variants`
-    vrp_examples: int = 8
     no_image: bool = False
     hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
                                                                    "trust_remote_code": False})
@@ -251,23 +249,13 @@ class Evaluation:
 
     def sample_check(self, spec: BenchmarkSpec) -> SampleCheck | None:
         """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
-        `answer` as it needs (VRPTEST's property mode: drawn variants must keep the metamorphic relation),
-        hands the records so far to `keep`, and raises when the check fails."""
-        if self.variant_mode(spec) != "property":
-            return None
-        from pytest_mllm.vrp.property import check_relation
-
-        s = self.settings
-
-        def check(sample: Sample, answer: Answer, keep: Callable[[list[Record]], None]) -> None:
-            check_relation(sample, spec, answer, examples=s.vrp_examples, keep=keep, max_pixels=s.max_pixels,
-                           failures=s.cache_path.parent / "vrp_failures")
-
-        return check
-
-    def variant_mode(self, spec: BenchmarkSpec) -> str:
-        """How VRP variants apply to this benchmark: the run's setting, else the spec's `variants`."""
-        return self.settings.vrp_mode or spec.variants
+        `answer` as it needs, hands the records so far to `keep`, and raises when the check fails; the first
+        section's that has one (`Section.sample_check`: a metamorphic relation over drawn variants)."""
+        for section in all_sections():
+            check = section.sample_check(self.settings.sections.get(section.name), spec, self.settings)
+            if check is not None:
+                return check
+        return None
 
     def data_root(self, spec: BenchmarkSpec) -> Path | None:
         """Where a benchmark's data is read from: its --mllm-data root (under any name it answers to), else its
@@ -275,15 +263,13 @@ class Evaluation:
         return spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
 
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
-        """All samples of a benchmark, with their VRP variants in grid and full mode."""
+        """All samples of a benchmark, with those the sections add (`Section.expand`: variants of each)."""
         samples = load_samples(spec, self.data_root(spec))
         self._rows[spec.name] = samples
-        mode = self.variant_mode(spec)
-        if mode == "none":
-            return list(samples)
-        from pytest_mllm.vrp.expand import with_variants
-
-        return with_variants(samples, mode)
+        expanded = list(samples)
+        for section in all_sections():
+            expanded = section.expand(self.settings.sections.get(section.name), spec, expanded)
+        return expanded
 
     # -- TP-Eval: customized prompts and optimization ---------------------------------------
 

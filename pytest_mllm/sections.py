@@ -131,6 +131,16 @@ class Section:
         `--mllm-list` shows its gate keys among the benchmark's gate paths."""
         return False
 
+    def expand(self, settings: Any, spec: Any, samples: list[Any]) -> list[Any]:
+        """A benchmark's samples (of a `BenchmarkSpec`) with those the method adds to them (variants of each),
+        from its `read_options` settings (None: it has none for this run); by default as they are."""
+        return samples
+
+    def sample_check(self, settings: Any, spec: Any, run: Any) -> Callable[..., None] | None:
+        """What a sample's test checks instead of its one answer (`evaluation.SampleCheck`), from its settings and
+        the run's `evaluation.EvaluationSettings`; None: a sample's test checks its answer."""
+        return None
+
     def sample_unit(self, sample: Any) -> str | None:
         """The unit a `Sample` is kept with when the method ties samples together (a variant with its
         source): every sample of a unit runs on one shard (`harness/shard.py`); None: not the method's."""
