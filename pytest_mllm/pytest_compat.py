@@ -46,6 +46,14 @@ def report_worker(report: pytest.TestReport) -> str | None:
     return getattr(gateway, "id", None) or (getattr(node, "workerinput", None) or {}).get("workerid")
 
 
+def worker_pid(node: Any) -> int | None:
+    """The process id of an xdist worker on this machine, on the controller (execnet's popen gateway keeps its
+    subprocess); None where it does not say (a remote worker, another execnet)."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    pid = getattr(popen, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
 def help_requested(pluginmanager: pytest.PytestPluginManager) -> bool:
     """Whether this run prints `pytest --help`, asked while the options are declared (pytest has read its
     own options by then). True where pytest does not say: the help's lists then cost a little time."""

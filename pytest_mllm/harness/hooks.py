@@ -17,6 +17,7 @@ from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, is_spec_file
 from pytest_mllm.evaluation import Evaluation
 from pytest_mllm.harness.batching import Batcher
+from pytest_mllm.harness.interruption import Interruption
 from pytest_mllm.harness.items import BenchmarkFile, SampleItem
 from pytest_mllm.harness.limit import RunLimit
 from pytest_mllm.harness.log_capture import SampleLogCapture
@@ -27,6 +28,7 @@ from pytest_mllm.harness.task_item import TaskReports
 from pytest_mllm.pytest_compat import is_worker, report_worker
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Sample
+from pytest_mllm.shortfall import headline
 
 
 class MllmHooks:
@@ -47,10 +49,14 @@ class MllmHooks:
         self.few_deselected = 0
         self.shard_expected: dict[str, int] | None = None  # --mllm-shard: records per benchmark in all shards
         self.limit = RunLimit(options.limit) if options.limit is not None else None  # --mllm-limit
+        self.interruption = Interruption()  # SIGINT, SIGTERM, SIGHUP: the run ends, its outputs marked interrupted
         self.end = Conclusion()  # the run's scores, gates and outputs, from the session's end
 
     def record_for(self, item: pytest.Item) -> Record:
         return self.batches.record_for(item)  # type: ignore[arg-type]
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.interruption.install()
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -90,6 +96,10 @@ class MllmHooks:
         return split(items, *self.options.shard)[1]  # type: ignore[misc]
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        self.interruption.worker_started(node)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker's view of the whole (unsharded) selection, for the shard's results file."""
         raw = getattr(node, "workeroutput", {}).get("mllm_shard_expected")
@@ -97,6 +107,7 @@ class MllmHooks:
             self.shard_expected = json.loads(raw)
         if self.limit is not None:
             self.limit.worker_done(node)
+        self.interruption.worker_done(node)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.batches.collected(session.items)
@@ -149,9 +160,10 @@ class MllmHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """xdist: a worker died while running `crashitem`; its sample is scored as an error."""
+        """xdist: a worker died while running `crashitem`; its sample is scored as an error (unless the worker was
+        interrupted: its sample was cut short, not failed)."""
         found = self._sample_of(crashitem)
-        if found is None:
+        if found is None or self.interruption.worker_interruption:
             return
         sample, spec, order = found
         record = self.evaluation.crashed(sample, spec, str(report.longrepr))
@@ -199,22 +211,29 @@ class MllmHooks:
         spec_path = Path(report.mllm_spec) if hasattr(report, "mllm_spec") else None
         self.evaluation.gather(_records_of(report), spec_path)
         self.tasks.received(report)
+        self.interruption.reported(report)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.interruption.interrupted_by(excinfo.value)
 
     # -- reporting ----------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.interruption.finishing = True  # a signal now waits for the outputs
         self.batches.close()
         if self.is_worker:
+            self.interruption.tell_controller(self.config, exitstatus)
             return
-        self.end = conclude(self.evaluation, self.options.gates, self.options.outputs, self._settings())
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.interruption.stop_workers()  # while the outputs are written
+        shortfalls = [s for s in (self.interruption.shortfall(session, exitstatus),
+                                  self.limit.shortfall() if self.limit is not None else None) if s is not None]
+        self.end = conclude(self.evaluation, self.options.gates, self.options.outputs, self._settings(), shortfalls)
         from pytest_mllm.harness.junit import write_to_junit
 
-        write_to_junit(self.config, self.end.results, self.end.verdicts)
-        if self.end.usage_error:  # the model could not be loaded (nothing was evaluated), or a file not written
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        elif self.end.failed_gates and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        write_to_junit(self.config, self.end.results, self.end.verdicts, self.end.shortfalls)
+        session.exitstatus = _exit_status(self.end, session.exitstatus)
 
     def _settings(self) -> dict[str, Any]:
         """The run's settings for the results file, beside the evaluation's."""
@@ -229,7 +248,9 @@ class MllmHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """The session's last line names each failed gate (after pytest's "N passed, …" line)."""
+        """The session's last line names each failed gate (after pytest's "N passed, …" line); the signals' handlers
+        are the previous ones again."""
+        self.interruption.restore()
         failed = self.end.failed_gates
         reporter = config.pluginmanager.getplugin("terminalreporter")
         if self.is_worker or not failed or reporter is None:
@@ -244,11 +265,22 @@ class MllmHooks:
         if end.results or end.verdicts:
             limit = 10**9 if self.config.getoption("verbose") > 0 else self.options.show_incorrect
             write_scores(terminalreporter, end.results, end.verdicts, incorrect_limit=limit, written=end.written)
-        for line in (f"pytest-mllm: {end.failed_load}" if end.failed_load else None, end.write_failure):
+        for line in (f"pytest-mllm: {end.failed_load}" if end.failed_load else None, end.write_failure,
+                     f"pytest-mllm: {headline(end.shortfalls)}" if end.shortfalls else None):
             if line:  # once, instead of the same message under every sample
                 terminalreporter.write_line(line, red=True, bold=True)
         if end.summary_warning:
             terminalreporter.write_line(f"pytest-mllm: warning: {end.summary_warning}", yellow=True)
+
+
+def _exit_status(end: Conclusion, status: int) -> int:
+    """A usage error when the model could not be loaded (nothing was evaluated) or a file not written; a failed gate
+    fails a run whose tests passed; else pytest's own (an interrupted run's stays INTERRUPTED)."""
+    if end.usage_error:
+        return pytest.ExitCode.USAGE_ERROR
+    if end.failed_gates and status == pytest.ExitCode.OK:
+        return pytest.ExitCode.TESTS_FAILED
+    return status
 
 
 def _deselect(config: pytest.Config, items: list[pytest.Item], dropped: list[pytest.Item]) -> None:

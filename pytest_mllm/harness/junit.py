@@ -24,6 +24,7 @@ from pytest_mllm.record import Record
 from pytest_mllm.report.results import BenchmarkResult
 from pytest_mllm.scoring.gates import Verdict, shadowed_scopes
 from pytest_mllm.sections import with_parts
+from pytest_mllm.shortfall import Shortfall
 
 
 def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
@@ -34,11 +35,15 @@ def incorrect_properties(records: Sequence[Record]) -> list[tuple[str, str]]:
                                ("mllm.parsed", r["parsed"]))]
 
 
-def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict]) -> None:
-    """Add the scores and the gates to the JUnit XML pytest writes at the session's end (if asked to)."""
+def write_to_junit(config: pytest.Config, results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict],
+                   shortfalls: Sequence[Shortfall] = ()) -> None:
+    """Add the scores and the gates to the JUnit XML pytest writes at the session's end (if asked to); a run that
+    is not a full run says why in one `mllm.incomplete` property per reason."""
     xml = junit_xml(config)
     if xml is None:
         return
+    for shortfall in shortfalls:
+        xml.add_global_property("mllm.incomplete", shortfall.reason)
     for name, result in results.items():
         for key, value in suite_properties(name, result).items():
             xml.add_global_property(xml_text(key), value)  # pytest escapes values, not names
@@ -75,8 +80,8 @@ def _gate_reports(verdict: Verdict) -> list[pytest.TestReport]:
     suite = gate.benchmark if gate.benchmark != "*" else "mllm"
     nodeid = xml_text(f"{suite}::{kind}::{gate.text}")
     location = (xml_text(f"{suite}.{kind}"), None, xml_text(gate.text))
-    message = f"gate failed: {verdict.line()}" + (f" ({verdict.note})" if verdict.note and verdict.value is not None
-                                                  else "")
+    note = verdict.note.removeprefix(verdict.withheld).removeprefix("; ")  # the line says why it was withheld
+    message = f"gate failed: {verdict.line()}" + (f" ({note})" if note and verdict.value is not None else "")
     outcome: Any = {"pass": "passed", "fail": "failed", "not run": "skipped"}[verdict.verdict]
     longrepr: Any = None
     if outcome == "failed":

@@ -16,7 +16,9 @@ Only sample tests are limited (a benchmark file's, a `@pytest.mark.mllm_bench` t
 one test per task, are left as they are. The limit applies after `-k` and `-m` (the first N of the selected
 samples of each task) and before
 `--mllm-shard` (shards split the limited run). The results' settings record it: N, and per
-benchmark the sample tests kept and the total they were chosen from.
+benchmark the sample tests kept and the total they were chosen from. A limit that left samples out makes the run
+not a full run (`shortfall.limited`): the results, the terminal, the JUnit XML and the summaries say "limited to N
+samples per task", and no gate passes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 from pytest_mllm.harness.shard import unit_key
 from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.sample import BadSample, Sample, SkippedSample
+from pytest_mllm.shortfall import Shortfall, limited
 
 
 def read_limit(config: pytest.Config) -> int | None:
@@ -108,6 +111,15 @@ class RunLimit:
         raw = getattr(node, "workeroutput", {}).get("mllm_limit_counts")
         if raw and self.counts is None:
             self.counts = json.loads(raw)
+
+    def shortfall(self) -> Shortfall | None:
+        """"limited to N samples per task (kept of total sample tests)", or None when the limit left no sample out
+        (then the run is a full one). Where the counts never arrived (an interrupted xdist run), it is limited."""
+        if self.counts is None:
+            return limited(self.per_task)
+        kept = sum(count["kept"] for count in self.counts.values())
+        total = sum(count["total"] for count in self.counts.values())
+        return limited(self.per_task, kept, total) if kept < total else None
 
     def settings(self) -> dict[str, Any]:
         """For the results' settings: the limit, and per benchmark the sample tests kept of the total."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_mllm.pytest_compat import terminal_width
 from pytest_mllm.report.results import BenchmarkResult
-from pytest_mllm.scoring.gates import Verdict
+from pytest_mllm.scoring.gates import Verdict, gates_headline
 
 
 def write_part(reporter: Any, heading: str, renderables: Sequence[Any], warnings: Sequence[str] = (),
@@ -40,6 +40,9 @@ def write_scores(reporter: Any, results: dict[str, BenchmarkResult], verdicts: l
     reporter.section("pytest-mllm scores")
     reporter.write(render(tables, terminal_width(reporter), reporter.hasmarkup,
                           fit=off_terminal(reporter.isatty, os.environ)))
+    if verdicts:
+        said = gates_headline(verdicts)
+        reporter.write_line(f"pytest-mllm: {said}", green=said.startswith("All "), red=not said.startswith("All "))
     lines = incorrect_lines(results, incorrect_limit)
     if lines:
         reporter.section("incorrect answers", sep="-")

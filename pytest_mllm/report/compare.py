@@ -34,7 +34,8 @@ from pytest_mllm.report.html import (
     task_options,
     write_page,
 )
-from pytest_mllm.scoring.gates import EXAMPLE_DROP, Gate, GateSyntaxError, evaluate_regressions, parse_max_drop
+from pytest_mllm.report.results import shortfalls_of
+from pytest_mllm.scoring.gates import EXAMPLE_DROP, Gate, GateSyntaxError, evaluate_regressions, parse_max_drop, withhold
 
 Document = Mapping[str, Any]
 
@@ -207,7 +208,8 @@ def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: S
                  pairings: Mapping[str, Any] | None = None,
                  benchmarks: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The regression gate's verdicts for each later run against the first (statistical limits on the paired
-    samples); a limit on a benchmark whose data changed is "not run", marked `data_changed`."""
+    samples); a limit on a benchmark whose data changed is "not run", marked `data_changed`; none passes for a
+    later run that was not a full run (its `incomplete` reasons)."""
     if not limits:
         return []
     baseline = {name: dict(b["metrics"]) for name, b in documents[0]["benchmarks"].items()}
@@ -217,7 +219,7 @@ def _regressions(documents: Sequence[Document], labels: Sequence[str], limits: S
         headlines = {name: b.get("headline") or "accuracy" for name, b in doc["benchmarks"].items()}
         paired = (pairings or {}).get(label) or _pairing(documents[0], doc)
         run = labels.index(label)
-        for v in evaluate_regressions(list(limits), current, baseline, headlines, paired):
+        for v in withhold(evaluate_regressions(list(limits), current, baseline, headlines, paired), shortfalls_of(doc)):
             why = _incomparable(documents[0], doc, v.gate.benchmark)
             if why is not None:  # a section says the runs differ in a way no regression explains (their judges)
                 verdicts.append({"run": label, "gate": v.gate.text, "value": v.value, "limit": v.limit,

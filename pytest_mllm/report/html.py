@@ -448,9 +448,12 @@ REPORT_SECTIONS: tuple[Builder, ...] = (_run_section, _gates_section, _scores_se
 
 
 def _cards(document: Document) -> list[Card]:
-    """The headline score of each benchmark, and the gates' outcome."""
+    """Why the run is not a full run (first, when it is not), the headline score of each benchmark, and the gates'
+    outcome."""
     records = document.get("records") or ()
-    cards = []
+    incomplete = [entry for entry in document.get("incomplete") or () if isinstance(entry, Mapping)]
+    cards = [Card("incomplete run", ", ".join(dict.fromkeys(str(e.get("kind")) for e in incomplete)),
+                  "; ".join(str(e.get("reason")) for e in incomplete), "bad")] if incomplete else []
     for name, bench in (document.get("benchmarks") or {}).items():
         headline = bench.get("headline") or "accuracy"
         value = (bench.get("metrics") or {}).get(headline)
@@ -463,8 +466,10 @@ def _cards(document: Document) -> list[Card]:
     gates = document.get("gates") or []
     if gates:
         failed = sum(1 for g in gates if g.get("verdict") == "fail")
-        cards.append(Card("gates", f"{len(gates) - failed}/{len(gates)} pass",
-                          f"{failed} failed" if failed else "all pass", "bad" if failed else "good"))
+        passed = sum(1 for g in gates if g.get("verdict") == "pass")
+        not_run = len(gates) - failed - passed
+        note = f"{failed} failed" if failed else f"{not_run} did not run" if not_run else "all pass"
+        cards.append(Card("gates", f"{passed}/{len(gates)} pass", note, "good" if passed == len(gates) else "bad"))
     return cards
 
 

@@ -10,19 +10,22 @@ from pathlib import Path
 import pytest_mllm.sections as sections
 from pytest_mllm.echo import markdown_code, markdown_text
 from pytest_mllm.report.results import BenchmarkResult
-from pytest_mllm.scoring.gates import Verdict
+from pytest_mllm.scoring.gates import Verdict, gates_headline
+from pytest_mllm.shortfall import Shortfall, headline
 
 _VERDICTS = {"pass": "✅ pass", "fail": "❌ **fail**", "not run": "⏭️ not run"}
 
 
 def markdown_summary(results: Mapping[str, BenchmarkResult], verdicts: Sequence[Verdict], *, model: str,
-                     written: Sequence[tuple[str, Path]] = (), run_url: str | None = None) -> str:
-    """The summary as GitHub-flavoured Markdown."""
-    failed = sum(v.verdict == "fail" for v in verdicts)
+                     written: Sequence[tuple[str, Path]] = (), run_url: str | None = None,
+                     shortfalls: Sequence[Shortfall] = ()) -> str:
+    """The summary as GitHub-flavoured Markdown; a run that is not a full run (`shortfalls`) says so first."""
     lines = [f"## pytest-mllm: {_text(model)}", ""]
+    if shortfalls:
+        lines += [f"**⚠️ {_text(headline(shortfalls))}**", ""]
     if verdicts:
-        lines += [f"**{failed} of {len(verdicts)} gates failed**" if failed else f"All {len(verdicts)} gates passed",
-                  ""]
+        said = gates_headline(verdicts)
+        lines += [said if said.startswith("All ") else f"**{said}**", ""]
     if results:
         lines += ["| benchmark | scope | headline | value | 95 % interval | samples | errors | answers |",
                   "|---|---|---|---:|---|---:|---:|---|"]

@@ -8,7 +8,8 @@ benchmarks (spec, version and the digest of the data read) and settings, every s
 files, none missing: each shard knows how many records the whole selection makes). A shard may hold no
 sample at all (a small benchmark split over many machines). Gates given here decide the exit
 status as they would at the end of a run (`scoring/gates.py`): 0 all passed, 1 a gate failed,
-2 the shards cannot be merged (the message names the file).
+2 the shards cannot be merged (the message names the file). A shard that was not a full run (limited, or
+interrupted yet whole) makes the merged run not one either: its reasons are carried over, and no gate passes.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def _spec(name: str, entry: dict[str, Any], path: Path) -> Any:
 
 def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(document, results): the merged results document and its per-benchmark results."""
-    from pytest_mllm.report.results import baseline_pairing, compute_results, results_document
+    from pytest_mllm.report.results import baseline_pairing, compute_results, results_document, shortfalls_of
     from pytest_mllm.scoring.gates import GateSettings
 
     if not paths:
@@ -188,16 +189,17 @@ def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dic
     for name, result in results.items():
         result.data = entries[name][0].get("data")
     gates = gates or GateSettings(gates=[], max_drops=[])
+    shortfalls = list({s.reason: s for document in documents for s in shortfalls_of(document)}.values())
     verdicts = gates.verdicts({n: r.metrics for n, r in results.items()},
                               {n: [*r.spec.task_order, *r.spec.groups] for n, r in results.items()},
                               {n: r.spec.headline for n, r in results.items()},
-                              paired=baseline_pairing(gates, results))
+                              paired=baseline_pairing(gates, results), shortfalls=shortfalls)
     settings = {k: v for k, v in documents[0]["settings"].items() if k != "shard"}
     settings["few_deselected"] = sum(d["settings"].get("few_deselected") or 0 for d in documents)
     settings["model_loads"] = [load for d in documents for load in d["settings"].get("model_loads") or []]
     settings["gates"] = [g.text for g in gates.gates]
     settings["baseline"] = str(gates.baseline) if gates.baseline else None
-    document = results_document(results, verdicts, settings)
+    document = results_document(results, verdicts, settings, shortfalls)
     document["merged_from"] = [str(p) for p in paths]
     return document, results
 
@@ -251,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = result.metrics.get(headline)
         shown = f"{value:.4g}" if isinstance(value, (int, float)) else "n/a"
         print(f"{name}: {headline} {shown} ({len(result.records)} samples from {len(args.shards)} shards)")
+    for entry in document["incomplete"]:
+        print(f"incomplete run: {entry['reason']}")
     for verdict in document["gates"]:
         print(f"gate {verdict['gate']}: {verdict['verdict']}" + (f" ({verdict['note']})" if verdict["note"] else ""))
     print(f"merged results written to {args.out}")

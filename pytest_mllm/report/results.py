@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from datetime import datetime, timezone
@@ -16,6 +16,7 @@ from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import GateSettings, Verdict, flatten
 from pytest_mllm.scoring.metrics import benchmark_metrics
+from pytest_mllm.shortfall import Shortfall
 
 
 @dataclass
@@ -94,12 +95,14 @@ def compute_results(specs: Mapping[str, BenchmarkSpec], records: Iterable[Record
 
 
 def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict],
-                     settings: dict[str, Any]) -> dict[str, Any]:
-    """The `--mllm-json` document: settings, metrics per benchmark, gates, per-sample records."""
+                     settings: dict[str, Any], shortfalls: Sequence[Shortfall] = ()) -> dict[str, Any]:
+    """The `--mllm-json` document: why the run is not a full run (`incomplete`: empty for a full run), settings,
+    metrics per benchmark, gates, per-sample records."""
     return {
         "pytest_mllm": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
+        "incomplete": [shortfall.to_json() for shortfall in shortfalls],
         "settings": settings,
         "benchmarks": {
             name: {
@@ -116,7 +119,8 @@ def results_document(results: dict[str, BenchmarkResult], verdicts: list[Verdict
             for name, r in results.items()
         },
         "gates": [
-            {"gate": v.gate.text, "value": v.value, "limit": v.limit, "verdict": v.verdict, "note": v.note}
+            {"gate": v.gate.text, "value": v.value, "limit": v.limit, "verdict": v.verdict, "note": v.note,
+             **({"withheld": v.withheld} if v.withheld else {})}
             for v in verdicts
         ],
         "records": [record for r in results.values() for record in r.records],
@@ -157,6 +161,14 @@ def baseline_pairing(gates: GateSettings, results: Mapping[str, BenchmarkResult]
     from pytest_mllm.scoring.significance import BaselinePairing
 
     return BaselinePairing.from_path(gates.baseline, {name: (r.records, r.setup) for name, r in results.items()})
+
+
+def shortfalls_of(document: Mapping[str, Any]) -> list[Shortfall]:
+    """The `incomplete` list of a results document (none in a file written before it was recorded; an entry that is
+    not a reason is left out)."""
+    entries = document.get("incomplete")
+    return [Shortfall.from_json(entry) for entry in entries if isinstance(entry, Mapping) and "reason" in entry] \
+        if isinstance(entries, list) else []
 
 
 def document_text(document: Mapping[str, Any]) -> str:

@@ -17,9 +17,10 @@ import operator
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pytest_mllm.sections as sections
+from pytest_mllm.shortfall import Shortfall, not_passed, run_was
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
@@ -50,17 +51,24 @@ class Gate:
 @dataclass
 class Verdict:
     """A gate's outcome: "pass", "fail", or "not run" (its benchmark did not run; only with
-    `GateSettings.skip_missing`, else a gate left unevaluated fails)."""
+    `GateSettings.skip_missing`, else a gate left unevaluated fails). A gate its value would pass fails when
+    the run is not a full run (`withheld` says why: `shortfall.not_passed`)."""
 
     gate: Gate
     value: float | None
     limit: float | None
     verdict: str
     note: str = ""
+    withheld: str = ""  # why a gate its value passes did not pass: the run was interrupted, limited, …
 
     def line(self) -> str:
         """One line for the end of the session: `bench.accuracy 0.497 < 0.99`, or why it failed."""
         gate = self.gate
+        if self.withheld and self.value is not None and self.limit is not None:
+            shown = f">= {self.limit:.4g}" if gate.max_drop is not None else f"{gate.op} {self.limit:g}"
+            return f"{gate.benchmark}.{gate.key} {self.value:.4g} {shown}, {self.withheld}"
+        if self.withheld:
+            return f"{gate.text}: {self.withheld}"
         if self.value is not None and self.limit is not None:
             if gate.max_drop is not None:
                 return f"{gate.benchmark}.{gate.key} {self.value:.4g} < {self.limit:.4g} (max drop {gate.max_drop:g})"
@@ -257,13 +265,15 @@ class GateSettings:
 
     def verdicts(self, current: Mapping[str, Mapping[str, float]], scopes: Mapping[str, Iterable[str]],
                  headlines: Mapping[str, str], paired: Callable[[str], Any] | None = None,
-                 parts: Mapping[str, Mapping[str, Any]] | None = None) -> list[Verdict]:
+                 parts: Mapping[str, Mapping[str, Any]] | None = None,
+                 shortfalls: Sequence[Shortfall] = ()) -> list[Verdict]:
         """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails.
         `paired` decides statistical regression limits (see `evaluate_regressions`); `parts` ({benchmark: its
         scopes}) keeps a benchmark from comparison where a section says its baseline run cannot be compared.
 
         A gate left unevaluated (its benchmark did not run, was misspelled, or -k removed its
-        task) fails, saying why, unless `skip_missing` makes that "not run" on purpose.
+        task) fails, saying why, unless `skip_missing` makes that "not run" on purpose. While the run is not a
+        full run (`shortfalls`: interrupted, limited, …) no gate passes: one its value passes fails, saying why.
         """
         verdicts = [evaluate_gate(gate, current, scopes, headlines) for gate in self.gates]
         if self.baseline:
@@ -284,7 +294,38 @@ class GateSettings:
                     ran_note = f" (benchmarks that ran: {ran})" if "did not run" in verdict.note else ""
                     verdict.note = (f"not evaluated: {verdict.note}{ran_note}; "
                                     "pass --mllm-gate-skip-missing to let such a gate be 'not run'")
+        return withhold(verdicts, shortfalls)
+
+
+def gates_headline(verdicts: Sequence[Verdict]) -> str:
+    """The gates in one sentence, never "passed" unless every gate ran and passed: "2 of 4 gates failed",
+    "0 of 4 gates ran", "3 of 4 gates ran and passed; 1 did not run", "All 4 gates passed"."""
+    total = len(verdicts)
+    failed = sum(v.verdict == "fail" for v in verdicts)
+    missing = sum(v.verdict == "not run" for v in verdicts)
+    not_run = f"; {missing} did not run" if missing else ""
+    if failed:
+        return f"{failed} of {total} gates failed{not_run}"
+    if missing == total:
+        return f"0 of {total} gates ran"
+    if missing:
+        return f"{total - missing} of {total} gates ran and passed{not_run}"
+    return f"All {total} gates passed"
+
+
+def withhold(verdicts: list[Verdict], shortfalls: Sequence[Shortfall]) -> list[Verdict]:
+    """`verdicts` on a run that is not a full run: none passes (a pass becomes a failure whose `withheld` says
+    why), and the others' notes say it too. Unchanged for a full run (no `shortfalls`)."""
+    if not shortfalls:
         return verdicts
+    why = not_passed(shortfalls)
+    for verdict in verdicts:
+        if verdict.verdict == "pass":
+            verdict.verdict, verdict.withheld = "fail", why
+            verdict.note = f"{why}; {verdict.note}" if verdict.note else why
+        else:
+            verdict.note = f"{verdict.note}; {run_was(shortfalls)}" if verdict.note else run_was(shortfalls)
+    return verdicts
 
 
 # Examples in messages and help texts.

@@ -209,6 +209,26 @@ def pytest_mllm_make_model(spec, config):
 '''
 COUNTING = ("--mllm=counting", "--mllm-cache-dir={tmp}/cache", "--mllm-batch-size=2")
 
+# A user's model whose process gets SIGTERM (from the model itself, a real signal) as it starts its third answer
+TERMINATED_MODEL = '''
+import os, signal
+from pytest_mllm.sample import Response
+
+class Terminated:
+    name = "terminated"
+    needs_images = False
+    calls = 0
+
+    def generate(self, requests):
+        self.calls += 1
+        if self.calls == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return [Response("yes") for _ in requests]
+
+def pytest_mllm_make_model(spec, config):
+    return Terminated() if spec == "terminated" else None
+'''
+
 # The output folder is gone when the run ends (a file stands in its place): the final write fails with a
 # real OSError, after the up-front checks passed
 FOLDER_GONE_AT_THE_END = '''
@@ -724,6 +744,27 @@ CASES = [
     Case("cache: its disk fills up mid-run", (*COUNTING, *SHAPES[1:], *FEW), OK,
          "a write failed (database or disk is full); the cache is off for the rest of this run",
          files(**{"conftest.py": "DISK_FULL = True\n" + CACHED_MODEL})),
+    # -- a run that is not a full run: no gate passes, and it says why ----------------------------------
+    Case("interrupted: SIGTERM mid-run, a gate its value passes is not passed",
+         ("--mllm=terminated", "--mllm-bench=shapes", *FEW, "--mllm-batch-size=1", "--mllm-gate=shapes.accuracy>=0.1",
+          "--mllm-json={tmp}/out/r.json"), COLLECTION,
+         "gate failed: shapes.accuracy 0.5 >= 0.1, not passed: the run was interrupted: SIGTERM after 2 of 9 tests",
+         files(**{"conftest.py": TERMINATED_MODEL})),
+    Case("stopped: -x after the first wrong answer, a gate its value passes is not passed",
+         (*SHAPES, *FEW, "--mllm-strict", "-x", "--mllm-gate=shapes.accuracy>=0.1"), FAILED,
+         "not passed: the run was stopped early (stopping after 1 failures) after 2 of 9 tests"),
+    Case("limit: a gate on a limited run is not passed", (*SHAPES, "--mllm-limit=2", "--mllm-gate=shapes.accuracy>=0.1"),
+         FAILED, "not passed: the run was limited to 2 samples per task (10 of 360 sample tests)"),
+    Case("limit: a regression limit on a limited run is not passed",
+         (*SHAPES, "--mllm-limit=2", "--mllm-baseline={tmp}/b.json", "--mllm-max-drop=shapes.accuracy=0.5"), FAILED,
+         "gate failed: shapes.accuracy 0.4 >= 0, not passed: the run was limited to 2 samples per task",
+         files(**{"b.json": '{"benchmarks": {"shapes": {"metrics": {"accuracy": 0.5}}}}'})),
+    Case("limit: a limit that leaves no sample out is a full run", (*SHAPES, *FEW, "--mllm-limit=1000",
+         "--mllm-gate=shapes.accuracy>=0.1"), OK, "All 1 gates passed"),
+    Case("gates: none of them ran, and the summary says so, not 'passed'",
+         ("{tmp}/test_unit.py", YES, "--mllm-gate=shapes.accuracy>=0.5", "--mllm-gate=shapes.f1>=0.5",
+          "--mllm-gate-skip-missing"), OK, "pytest-mllm: 0 of 2 gates ran",
+         files(**{"test_unit.py": "def test_unit():\n    pass\n"})),
 ]
 
 _TABLE: list[tuple[str, int, str]] = []

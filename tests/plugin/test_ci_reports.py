@@ -93,7 +93,7 @@ def test_gates_and_limits_are_junit_test_cases_and_the_markdown_summary_shows_th
     assert _case_properties(cases[("shapes.existence.img_000.png", "q1")]) == {}
 
     text = summary.read_text()
-    assert "**2 of 4 gates failed**" in text
+    assert "**2 of 4 gates failed; 1 did not run**" in text
     assert "| `shapes.accuracy>=0.99` | 0.444444 | 0.99 | ❌ **fail** |  |" in text
     assert "| `pope.f1>=0.8` | – | 0.8 | ⏭️ not run | benchmark 'pope' did not run |" in text
     assert "### Regressions against the baseline" in text

@@ -74,6 +74,13 @@ def test_a_broken_max_drop_limit_fails_the_command(pytester: pytest.Pytester,
     kept = compare(pytester, base, head, "--max-drop", f"shapes.accuracy={drop + 0.01:.4f}")
     assert kept.ret == 0
     assert compare(pytester, head, base, "--max-drop", "0").ret == 0  # the other way round it is a gain
+    limited = json.loads(base.read_text())  # the same gain, from a run limited to 2 samples per task
+    limited["incomplete"] = [{"kind": "limited", "reason": "limited to 2 samples per task", "per_task": 2}]
+    smoke = pytester.path / "smoke.json"
+    smoke.write_text(json.dumps(limited))
+    not_passed = compare(pytester, head, smoke, "--max-drop", "0")
+    assert not_passed.ret == 1  # a gain on a limited run is not passed
+    not_passed.stdout.fnmatch_lines(["*shapes.accuracy*fail*not passed: the run was limited to 2 samples per task*"])
 
 
 def test_input_that_is_not_results_is_named(pytester: pytest.Pytester) -> None:

@@ -110,8 +110,14 @@ def test_plain_pytest_runs_the_unit_test_and_skips_benchmark_tests(model_repo: P
     assert "pytest-mllm" not in result.stdout.str()
 
 
-def test_behaviour_tests_of_the_ci_workflow_pass_with_the_model(model_repo: Path, pytester: pytest.Pytester) -> None:
+def test_behaviour_tests_of_the_ci_workflow_pass_with_the_model(model_repo: Path, pytester: pytest.Pytester,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(model_repo / "step_summary.md"))  # as GitHub Actions sets it
     result = pytester.runpytest_subprocess(*NO_CACHE, *workflow_command(model_repo, "Unit and behaviour tests"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     # 80 colour samples checked for clean answers, the 40 wrong-colour ones for hallucination, 1 unit test
     result.assert_outcomes(passed=121, skipped=40)
+    # the benchmark as a whole did not run: its gates are "not run" (--mllm-gate-skip-missing), never "passed"
+    summary = (model_repo / "step_summary.md").read_text()
+    assert "**0 of 4 gates ran**" in summary and "passed" not in summary, summary
+    result.stdout.fnmatch_lines(["pytest-mllm: 0 of 4 gates ran"])

@@ -1,11 +1,12 @@
 """`--mllm-limit=N` end to end: at most N samples per task with the scoring units whole (MME's pairs,
-MMBench's circular passes), the first in file order, and the results' settings saying the run was limited.
-Each run is a subprocess, as a user runs it."""
+MMBench's circular passes), the first in file order, and the results, the terminal, the JUnit XML and the summary
+saying the run was limited. Each run is a subprocess, as a user runs it."""
 
 from __future__ import annotations
 
 import csv
 import json
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
@@ -19,8 +20,9 @@ def test_mmbench_runs_whole_circular_groups_in_file_order_across_workers(pyteste
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--mllm-bench=mmbench",
                                            f"--mllm-data={MMBENCH}", f"--mllm=replay:{MMBENCH / 'responses.jsonl'}",
-                                           "--mllm-cache=off", "--mllm-limit=8", f"--mllm-json={out}")
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+                                           "--mllm-cache=off", "--mllm-limit=8", f"--mllm-json={out}",
+                                           "--junitxml=junit.xml", "--mllm-markdown=summary.md")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # no gate: a smoke run that says it is one
     with (MMBENCH / "MMBench_DEV_EN.tsv").open(newline="") as handle:
         indexes = [int(row["index"]) for row in csv.DictReader(handle, delimiter="\t")]
     passes = Counter(index % 1_000_000 for index in indexes)  # a question's circular passes
@@ -38,6 +40,13 @@ def test_mmbench_runs_whole_circular_groups_in_file_order_across_workers(pyteste
     assert document["settings"]["limit"] == {"per_task": 8, "selection": "first in file order, scoring units whole",
                                              "benchmarks": {"mmbench": {"kept": count, "total": len(indexes)}}}
     assert result.parseoutcomes()["passed"] + result.parseoutcomes().get("incorrect", 0) == count
+    reason = f"limited to 8 samples per task ({count} of {len(indexes)} sample tests)"
+    assert document["incomplete"] == [{"kind": "limited", "reason": reason, "per_task": 8, "kept": count,
+                                       "total": len(indexes)}]
+    result.stdout.fnmatch_lines([f"pytest-mllm: incomplete run: {reason}"])
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    assert [p.get("value") for p in junit.iter("property") if p.get("name") == "mllm.incomplete"] == [reason]
+    assert f"**⚠️ incomplete run: {reason}**" in (pytester.path / "summary.md").read_text()
 
 
 def test_mme_runs_one_image_pair_per_subtask_and_scores_its_accuracy_plus(pytester: pytest.Pytester) -> None:

@@ -75,6 +75,15 @@ def test_four_shards_merge_into_the_single_run(shards: tuple[dict, list[Path]], 
                 "--max-drop", "shapes.accuracy=0"]
     assert merge_main(baseline) == 0  # the merge equals its baseline: no drop
 
+    cut = json.loads(paths[2].read_text())  # a shard whose run was cut short after its last sample
+    cut["incomplete"] = [{"kind": "interrupted", "reason": "interrupted: SIGTERM after 90 of 90 tests"}]
+    paths[2].write_text(json.dumps(cut))
+    assert merge_main([str(out), *map(str, paths), "--gate", "shapes.accuracy>=0.1"]) == 1
+    merged = json.loads(out.read_text())
+    assert merged["incomplete"] == cut["incomplete"]
+    assert merged["gates"][0]["note"] == "not passed: the run was interrupted: SIGTERM after 90 of 90 tests"
+    assert "incomplete run: interrupted: SIGTERM after 90 of 90 tests" in capsys.readouterr().out
+
 
 def test_merge_refuses_missing_duplicated_and_foreign_shards(shards: tuple[dict, list[Path]], tmp_path: Path,
                                                              pytester: pytest.Pytester,

@@ -29,6 +29,7 @@ LAYERS = (
     "__init__", "echo", "safe_yaml",  # the version; values shown in messages, YAML read with limits
     "registry",  # named entries registered where they are defined (loaders, parsers, metrics, model kinds, sections)
     "sample", "record", "sections",  # the typed hand-offs; what methods add beside accuracy
+    "shortfall",  # why a run is not a full run (interrupted, limited): no gate passes while one stands
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs
@@ -313,7 +314,7 @@ def test_every_hook_is_a_few_lines_that_delegate() -> None:
 # their private modules, and the attributes read.
 INTERNAL_MODULES = ("_pytest", "xdist")
 INTERNAL_NAMES = {"_tw", "_width_of_current_line", "torun", "nextitem_index", "workerinput", "xml_key",
-                  "known_args_namespace", "_ispytest", "logfile"}
+                  "known_args_namespace", "_ispytest", "logfile", "_io"}
 
 
 def internals_named(name: str, path: Path, is_package: bool) -> set[str]:

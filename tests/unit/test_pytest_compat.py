@@ -30,6 +30,7 @@ from pytest_mllm.pytest_compat import (
     terminal_width,
     worker_count,
     worker_id,
+    worker_pid,
     worker_queue,
 )
 
@@ -68,6 +69,9 @@ def test_every_internal_is_where_pytest_compat_reads_it(pytestconfig: pytest.Con
         assert isinstance(reporter._width_of_current_line, int)
     assert pytestconfig.pluginmanager.get_plugin("pytestconfig") is pytestconfig
     assert pytestconfig.known_args_namespace.help is False
+    from execnet.gateway_io import Popen2IOMaster
+
+    assert "self.popen = " in inspect.getsource(Popen2IOMaster.__init__)  # a popen worker's process
     source = inspect.getsource(WorkerInteractor.__init__)
     assert "self.torun = " in source and "self.nextitem_index" in source
     if QUEUE_READABLE:
@@ -89,6 +93,7 @@ def test_without_the_internals_each_falls_back() -> None:
     assert terminal_width(_Bare()) == shutil.get_terminal_size().columns
     assert mid_line(_Bare()) is False
     assert report_worker(_Bare()) is None  # type: ignore[arg-type]
+    assert worker_pid(_Bare()) is None  # an interrupted run's workers then stop in xdist's own time
     assert is_worker(_Bare()) is False and worker_id(_Bare()) is None  # type: ignore[arg-type]
     assert worker_count(_Bare()) == 1 and worker_queue(_Bare()) is None  # type: ignore[arg-type]
     assert junit_logfile(_Bare()) is None  # the JUnit XML is then written in place
