@@ -147,7 +147,7 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
                          "official scorer's num_run; VLMEvalKit's: 1); see docs/judged.md")
     group.addoption("--mllm-judge-prompts", metavar="FILE",
                     help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
-                         "replacing the built-in ones; see the README")
+                         "replacing the built-in ones; see docs/reference.md")
     group.addoption("--mllm-prompts", metavar="FILE",
                     help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
                          "the report compares them with the benchmark's own prompts")

@@ -62,6 +62,7 @@ class OutputFile:
 
     option: str  # "--mllm-…", as the option is declared
     folder: bool = False  # the option names a folder the section writes into
+    suffix: str = ""  # the file's usual suffix (".png"), for the example path of an error message
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,26 @@ class Section:
             if attribute not in _DECLARED:
                 raise TypeError(f"Section() got {attribute!r}; declared attributes: {', '.join(_DECLARED)}")
             setattr(self, attribute, value)
+
+    def fills(self, spec: Any) -> bool:
+        """Whether its part is in this benchmark's results (a `BenchmarkSpec`) whatever the run's options:
+        `--mllm-list` shows its gate keys among the benchmark's gate paths."""
+        return False
+
+    def expand(self, settings: Any, spec: Any, samples: list[Any]) -> list[Any]:
+        """A benchmark's samples (of a `BenchmarkSpec`) with those the method adds to them (variants of each),
+        from its `read_options` settings (None: it has none for this run); by default as they are."""
+        return samples
+
+    def sample_check(self, settings: Any, spec: Any, run: Any) -> Callable[..., None] | None:
+        """What a sample's test checks instead of its one answer (`evaluation.SampleCheck`), from its settings and
+        the run's `evaluation.EvaluationSettings`; None: a sample's test checks its answer."""
+        return None
+
+    def sample_unit(self, sample: Any) -> str | None:
+        """The unit a `Sample` is kept with when the method ties samples together (a variant with its
+        source): every sample of a unit runs on one shard (`harness/shard.py`); None: not the method's."""
+        return None
 
     def gate_keys(self) -> tuple[str, ...]:
         """The flat keys of its part known by name before a run (`vrp.consistency`)."""

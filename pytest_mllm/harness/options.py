@@ -80,7 +80,7 @@ class Options:
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
-            vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
+            no_image=opt("mllm_no_image"),
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
@@ -181,7 +181,7 @@ def _gates(config: pytest.Config) -> GateSettings:
 
 _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
-    ("mllm_show_incorrect", 0, None, "0 or more"), ("mllm_vrp_examples", 1, 1 << 20, "at least 1"),
+    ("mllm_show_incorrect", 0, None, "0 or more"),
     ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
