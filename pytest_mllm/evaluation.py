@@ -31,10 +31,11 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, VerdictStep
+from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
+    from pytest_mllm.estimate.plan import EstimateSettings
     from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
     from pytest_mllm.tpeval.prompts_file import PromptsFile
@@ -48,6 +49,11 @@ class TaskJob(Protocol):
     """A run that works per task instead of per sample (a prompt optimization): one test per task."""
 
     name: str  # the tests' names: <benchmark>::<name>::<task>
+    title: str  # the method in words, for its progress
+    calls: tuple[str, ...]  # the kinds of calls its progress counts: a task reports "<kind>-made" events
+
+    def calls_text(self, counts: Mapping[str, int], bar: bool = False) -> str:
+        """The calls made so far ({kind: count}) in words: a progress line's end, or the bar's (`bar`)."""
 
     @property
     def steps(self) -> int:
@@ -96,8 +102,6 @@ class EvaluationSettings:
     batch_size: int = 8
     cache_mode: str = "on"  # on, off, refresh
     cache_path: Path = Path(".mllm_cache") / "responses.sqlite3"
-    vrp_mode: str | None = None  # overrides the specs' `variants`
-    vrp_examples: int = 8
     no_image: bool = False
     hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
                                                                    "trust_remote_code": False})
@@ -112,6 +116,7 @@ class EvaluationSettings:
     max_new_tokens: int | None = None  # overrides every spec's max_new_tokens (keys the cache as such)
     replay_min_match: float = 0.9  # replay: the least share of compared rows whose question or target must agree
     data_cache: DataCache = field(default_factory=DataCache)  # where released data is fetched to (engine/fetch.py)
+    estimate: EstimateSettings | None = None  # --mllm-estimate: a subset of each benchmark, its full scores estimated
     sections: Mapping[str, Any] = field(default_factory=dict)  # section → its run settings (`Section.read_options`)
 
     @cached_property
@@ -246,23 +251,13 @@ class Evaluation:
 
     def sample_check(self, spec: BenchmarkSpec) -> SampleCheck | None:
         """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
-        `answer` as it needs (VRPTEST's property mode: drawn variants must keep the metamorphic relation),
-        hands the records so far to `keep`, and raises when the check fails."""
-        if self.variant_mode(spec) != "property":
-            return None
-        from pytest_mllm.vrp.property import check_relation
-
-        s = self.settings
-
-        def check(sample: Sample, answer: Answer, keep: Callable[[list[Record]], None]) -> None:
-            check_relation(sample, spec, answer, examples=s.vrp_examples, keep=keep, max_pixels=s.max_pixels,
-                           failures=s.cache_path.parent / "vrp_failures")
-
-        return check
-
-    def variant_mode(self, spec: BenchmarkSpec) -> str:
-        """How VRP variants apply to this benchmark: the run's setting, else the spec's `variants`."""
-        return self.settings.vrp_mode or spec.variants
+        `answer` as it needs, hands the records so far to `keep`, and raises when the check fails; the first
+        section's that has one (`Section.sample_check`: a metamorphic relation over drawn variants)."""
+        for section in all_sections():
+            check = section.sample_check(self.settings.sections.get(section.name), spec, self.settings)
+            if check is not None:
+                return check
+        return None
 
     def data_root(self, spec: BenchmarkSpec) -> Path | None:
         """Where a benchmark's data is read from: its --mllm-data root (under any name it answers to), else its
@@ -270,15 +265,24 @@ class Evaluation:
         return spec.resolve_data_root(spec.data_override(self.settings.data), self.settings.data_cache)
 
     def samples_for(self, spec: BenchmarkSpec) -> list[AnySample]:
-        """All samples of a benchmark, with their VRP variants in grid and full mode."""
+        """All samples of a benchmark, with those the sections add (`Section.expand`: variants of each); with
+        --mllm-estimate, the subset drawn of them (`estimate.plan`; a SpecError when the panel cannot draw it)."""
         samples = load_samples(spec, self.data_root(spec))
         self._rows[spec.name] = samples
-        mode = self.variant_mode(spec)
-        if mode == "none":
-            return list(samples)
-        from pytest_mllm.vrp.expand import with_variants
+        expanded = list(samples)
+        for section in all_sections():
+            expanded = section.expand(self.settings.sections.get(section.name), spec, expanded)
+        return self._subset(spec, expanded) if self.settings.estimate is not None else expanded
 
-        return with_variants(samples, mode)
+    def _subset(self, spec: BenchmarkSpec, samples: list[AnySample]) -> list[AnySample]:
+        from pytest_mllm.estimate.panel import PanelError
+        from pytest_mllm.estimate.plan import subset
+
+        assert self.settings.estimate is not None
+        try:
+            return subset(self.settings.estimate, spec, samples)
+        except PanelError as exc:
+            raise SpecError(str(exc)) from None
 
     # -- TP-Eval: customized prompts and optimization ---------------------------------------
 
@@ -328,8 +332,9 @@ class Evaluation:
             raise SpecError(str(exc)) from None
         self.replay_coverage[spec.name] = found.line(spec.name)
 
-    def optimized_on(self, sample: Sample) -> bool:
-        """True when `sample` is in the D_few its task's customized prompt was optimized on."""
+    def set_aside(self, sample: Sample) -> bool:
+        """True when the run keeps `sample` out of its tests: it is in the D_few its task's customized prompt
+        was optimized on (D_few ∩ D_test = ∅)."""
         return sample.id in self._few_ids.get(sample.task, ())
 
     @property
@@ -373,7 +378,7 @@ class Evaluation:
             ORIGINAL.put(record, OriginalAnswer(
                 prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
                 correct=original["correct"], status=original["status"], error=original["error"]))
-            if self.optimized_on(sample):
+            if self.set_aside(sample):
                 record.update({"status": "error", "correct": None, "error": (
                     f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
                     f"({self.settings.prompts_path}); it cannot be scored with that prompt")})
@@ -437,6 +442,7 @@ class Evaluation:
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             "prompts": str(s.prompts_path) if s.prompts_path else None,
             "prompts_model": self.prompts.model if self.prompts is not None else None,
+            **({"estimate": s.estimate.describe()} if s.estimate is not None else {}),
             **{key: value for settings in s.sections.values() for key, value in settings.describe().items()},
         }
 

@@ -147,7 +147,7 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
                          "official scorer's num_run; VLMEvalKit's: 1); see docs/judged.md")
     group.addoption("--mllm-judge-prompts", metavar="FILE",
                     help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
-                         "replacing the built-in ones; see the README")
+                         "replacing the built-in ones; see docs/reference.md")
     group.addoption("--mllm-prompts", metavar="FILE",
                     help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
                          "the report compares them with the benchmark's own prompts")
@@ -197,6 +197,17 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
                     help="loading arguments for a transformers model and its processor, e.g. revision=main,"
                          "attn_implementation=sdpa,device_map=auto,max_pixels=802816 (values in JSON where they "
                          "parse; ini: mllm_model_args)")
+    group.addoption("--mllm-estimate", metavar="SIZE",
+                    help="run a subset of each benchmark and estimate its full scores with 95 %% intervals: a fraction "
+                         "(20%% or 0.2) or a number of samples per benchmark (100); the subset is drawn stratified by "
+                         "the difficulty the --mllm-estimate-panel runs show")
+    group.addoption("--mllm-estimate-panel", action="append", metavar="FILE",
+                    help="earlier runs' --mllm-json results files (or a pytest-mllm-curate manifest.json) grading each "
+                         "sample's difficulty; repeat or comma-separate")
+    group.addoption("--mllm-estimate-method", default="stratified", choices=("stratified", "random"),
+                    help="how the subset is drawn: stratified by difficulty (default) or a plain random subset")
+    group.addoption("--mllm-estimate-seed", type=int, default=0, metavar="N",
+                    help="seed of the subset's draw (default 0; the same seed and panel draw the same subset)")
     parser.addini("mllm_gates", type="linelist", default=[], help="score gates, one per line")
     parser.addini("mllm_max_drop", type="linelist", default=[], help="regression limits, one per line")
     parser.addini("mllm_cache_dir", default="", help="where the response cache lives")

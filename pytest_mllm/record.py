@@ -84,11 +84,14 @@ class RecordPart(Generic[T]):
     `from_metadata`: the sample metadata key that fills the part when the record is made.
     `in_every_record`: the key is in every record the evaluator makes, null where the sample has no such
     data, as results files have always held it.
+    `of_the_run`: the metadata says how a run chose the sample (a subset's draw), not what the model is asked:
+    it stays out of the sample's input digest (`engine.data_identity.input_digest`).
     """
 
     key: str
     from_metadata: str | None = None
     in_every_record: bool = False
+    of_the_run: bool = False
 
     def get(self, record: Mapping[str, Any]) -> T | None:
         """The part's value, None when the record has none (absent, or null in an older results file)."""

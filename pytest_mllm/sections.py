@@ -6,7 +6,10 @@ declares the metrics it shows (by their registered name), the values its metrics
 (`Column`: unit and header), the part of the benchmark's scopes it owns (`scopes[section.name]`), the
 gate keys that part yields, its terminal tables, its part of the HTML report, its JUnit properties,
 its Markdown lines, the files it writes and the parts it adds to each record (`record.RecordPart`).
-The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
+A section may also derive its part once from a benchmark's records after the metrics (`derive`: values with
+an uncertainty of their own, never recomputed on bootstrap resamples), stand in for measured values in the
+gates (`stand_in`: an estimate of the full run from a subset, decided on its interval), and pair a run with a
+baseline itself (`pair`). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
 sections and never name one.
 
 A section registers itself where it is defined, by a top-level line `register_section("name", …)`
@@ -59,6 +62,7 @@ class OutputFile:
 
     option: str  # "--mllm-…", as the option is declared
     folder: bool = False  # the option names a folder the section writes into
+    suffix: str = ""  # the file's usual suffix (".png"), for the example path of an error message
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,18 @@ class HtmlPart:
     id: str
     title: str
     body: Any  # markupsafe.Markup
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A value a section's part gives in place of a measured one (an estimate of the full run's value from a
+    subset), with its interval: gates decide on the interval and say so (`note`)."""
+
+    value: float
+    low: float | None
+    high: float | None
+    level: float
+    note: str  # what the value is, in words ("estimate from 72 of 360 samples, stratified by difficulty")
 
 
 class HtmlPage(Protocol):
@@ -118,12 +134,33 @@ class Section:
     gate_patterns: tuple[str, ...] = ()  # regular expressions of further gate keys its data names
     outputs: tuple[OutputFile, ...] = ()
     record_parts: tuple[RecordPart[Any], ...] = ()
+    derived: bool = False  # its part comes from `derive`, once per result, never from resampled records
 
     def __init__(self, **declared: Any) -> None:
         for attribute, value in declared.items():
             if attribute not in _DECLARED:
                 raise TypeError(f"Section() got {attribute!r}; declared attributes: {', '.join(_DECLARED)}")
             setattr(self, attribute, value)
+
+    def fills(self, spec: Any) -> bool:
+        """Whether its part is in this benchmark's results (a `BenchmarkSpec`) whatever the run's options:
+        `--mllm-list` shows its gate keys among the benchmark's gate paths."""
+        return False
+
+    def expand(self, settings: Any, spec: Any, samples: list[Any]) -> list[Any]:
+        """A benchmark's samples (of a `BenchmarkSpec`) with those the method adds to them (variants of each),
+        from its `read_options` settings (None: it has none for this run); by default as they are."""
+        return samples
+
+    def sample_check(self, settings: Any, spec: Any, run: Any) -> Callable[..., None] | None:
+        """What a sample's test checks instead of its one answer (`evaluation.SampleCheck`), from its settings and
+        the run's `evaluation.EvaluationSettings`; None: a sample's test checks its answer."""
+        return None
+
+    def sample_unit(self, sample: Any) -> str | None:
+        """The unit a `Sample` is kept with when the method ties samples together (a variant with its
+        source): every sample of a unit runs on one shard (`harness/shard.py`); None: not the method's."""
+        return None
 
     def gate_keys(self) -> tuple[str, ...]:
         """The flat keys of its part known by name before a run (`vrp.consistency`)."""
@@ -147,10 +184,26 @@ class Section:
         instead of accuracy per task; None leaves that chart to the report."""
         return None
 
-    def junit(self, benchmark: str, flat: Mapping[str, float]) -> dict[str, Any]:
+    def junit(self, benchmark: str, flat: Mapping[str, float], part: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Suite properties of one benchmark: by default every flat key of its part."""
         prefix = f"{self.name}."
         return {f"{benchmark}.{key}": value for key, value in flat.items() if key.startswith(prefix)}
+
+    def derive(self, records: Sequence[Any], setup: Any) -> dict[str, Any] | None:
+        """With `derived`: its part of a benchmark's results from the benchmark's records (in collection order)
+        and metric setup (`scoring.uncertainty.MetricSetup`), or None when it has none there."""
+        return None
+
+    def stand_in(self, flat: Mapping[str, float], key: str) -> StandIn | None:
+        """What stands in for the measured value of a flat `key` of a benchmark whose flat metrics are `flat`
+        (a gate then decides on its interval), or None: the measured value stands."""
+        return None
+
+    def pair(self, base: Sequence[Any], head: Sequence[Any], setup: Any) -> Any | None:
+        """This run's records (`head`) compared with a baseline's (`base`) for the regression limits, when this
+        section's records need their own comparison (a `scoring.significance.PairedComparison`'s `drop_test`),
+        else None."""
+        return None
 
     def markdown(self, benchmark: str, part: Mapping[str, Any]) -> list[str]:
         """Lines for the Markdown summary, from its part of one benchmark's scopes."""
@@ -179,7 +232,8 @@ class Section:
         raise NotImplementedError(f"section {self.name!r} declares {option} but does not write it")
 
 
-_DECLARED = ("name", "title", "metrics", "columns", "gate_values", "gate_patterns", "outputs", "record_parts")
+_DECLARED = ("name", "title", "metrics", "columns", "gate_values", "gate_patterns", "outputs", "record_parts",
+             "derived")
 
 
 def percent(value: Any) -> str:
@@ -219,6 +273,46 @@ def with_parts(scopes: Mapping[str, Any]) -> Iterator[tuple[Section, Mapping[str
         section = registered.get(key)
         if section is not None and part and isinstance(part, Mapping):
             yield section, part
+
+
+def derived_parts(records: Sequence[Any], setup: Any) -> dict[str, Any]:
+    """{section name: its part} of the derived sections that have one for these records."""
+    found = {}
+    for section in all_sections():
+        if section.derived:
+            part = section.derive(records, setup)
+            if part is not None:
+                found[section.name] = part
+    return found
+
+
+def is_derived_key(key: str) -> bool:
+    """Whether a flat key belongs to a derived section's part (its values carry their own uncertainty)."""
+    section = SECTIONS.entries().get(key.split(".")[0])
+    return section is not None and section.derived
+
+
+def stand_in(flat: Mapping[str, float], key: str) -> StandIn | None:
+    """What some section gives in place of the measured `key` (see `Section.stand_in`), or None."""
+    for section in all_sections():
+        found = section.stand_in(flat, key)
+        if found is not None:
+            return found
+    return None
+
+
+def stands_in(scopes: Mapping[str, Any]) -> bool:
+    """Whether a benchmark's scopes hold a derived part (values that stand in for the measured ones)."""
+    return any(section.derived for section, _ in with_parts(scopes))
+
+
+def paired(base: Sequence[Any], head: Sequence[Any], setup: Any) -> Any | None:
+    """A section's own comparison of `head` with `base` (see `Section.pair`), or None."""
+    for section in all_sections():
+        found = section.pair(base, head, setup)
+        if found is not None:
+            return found
+    return None
 
 
 def columns() -> tuple[Column, ...]:
@@ -276,6 +370,11 @@ def output_files() -> dict[str, tuple[Section, OutputFile]]:
 def record_parts() -> tuple[RecordPart[Any], ...]:
     """Every registered part a record may carry beside the core fields."""
     return tuple(part for section in all_sections() for part in section.record_parts)
+
+
+def run_metadata_keys() -> frozenset[str]:
+    """The sample metadata keys that say how a run chose a sample, not what it asks (`RecordPart.of_the_run`)."""
+    return frozenset(part.from_metadata for part in record_parts() if part.of_the_run and part.from_metadata)
 
 
 def incomparable(before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:

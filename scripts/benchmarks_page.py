@@ -68,7 +68,7 @@ def render(specs: dict[str, BenchmarkSpec]) -> str:
         "Generated from `benchmarks/*.yaml` by `python scripts/benchmarks_page.py`; do not edit by hand.",
         "Run one with `pytest --mllm=MODEL --mllm-bench=NAME [--mllm-data=NAME=DIR]`, where NAME is the spec",
         "file's name below; without `--mllm-data` a benchmark with released data fetches it once into the data",
-        "cache (README: Benchmark data). A spec file elsewhere runs the same way (`--mllm-bench=path/to/spec.yaml`);",
+        "cache (docs/reference.md: Benchmark data). A spec file elsewhere runs the same way (`--mllm-bench=path/to/spec.yaml`);",
         "`benchmarks/spec.schema.json` describes the format.",
         "",
         "| spec | benchmark | format | headline | matches | samples |",

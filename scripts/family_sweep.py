@@ -3,15 +3,15 @@
     python scripts/family_sweep.py                       # every family of the mapping, this Python
     python scripts/family_sweep.py -k "qwen or gemma"    # a selection
     python scripts/family_sweep.py --write               # and record the results in docs/family_sweep.json,
-                                                         # regenerating README's family table from them
-    python scripts/family_sweep.py --table               # only regenerate README's table from the recorded results
+                                                         # regenerating the reference's family table from them
+    python scripts/family_sweep.py --table               # only regenerate the reference's table from the recorded results
 
 Each family's tiny model (pytest_mllm/models/tiny_families.py) runs through the plugin at batch 8 and
 at batch 1 and is compared with its documented transformers usage (tests/plugin/family_reference.py);
 a refused family is checked to stop with its reason (tests/plugin/test_family_sweep.py). The sweep runs
 on one thread (OMP_NUM_THREADS=1, no xdist). Families whose tiny model needs a package this Python lacks
 (torchvision, timm) are skipped and, with --write, keep their recorded results: run it from an
-environment with torchvision (README: "Families that need torchvision") to cover them all.
+environment with torchvision (docs/reference.md: "Families that need torchvision") to cover them all.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "docs" / "family_sweep.json"
-README = REPO / "README.md"
+REFERENCE = REPO / "docs" / "reference.md"
 VERSIONED = ("transformers", "torch", "torchvision", "timm")
 
 
@@ -36,8 +36,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-k", default=None, help="pytest -k expression selecting families (model_type)")
     parser.add_argument("--write", action="store_true", help=f"record the results in {RESULTS.relative_to(REPO)} "
-                                                             "and regenerate README's family table")
-    parser.add_argument("--table", action="store_true", help="only regenerate README's family table from "
+                                                             "and regenerate the reference's family table")
+    parser.add_argument("--table", action="store_true", help="only regenerate the reference's family table from "
                                                              f"{RESULTS.relative_to(REPO)}")
     args = parser.parse_args()
     if args.table:
@@ -65,7 +65,7 @@ def main() -> int:
 
 
 def write(outcomes: dict[str, dict]) -> None:
-    """Record this run's outcomes (a skipped family keeps its recorded one) and regenerate README's table."""
+    """Record this run's outcomes (a skipped family keeps its recorded one) and regenerate the reference's table."""
     sys.path.insert(0, str(REPO))
     from pytest_mllm.models.family_table import family_table, replace_table
 
@@ -79,8 +79,8 @@ def write(outcomes: dict[str, dict]) -> None:
                    else recorded["environment"])
     results = {"environment": environment, "families": dict(sorted(families.items()))}
     RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    README.write_text(replace_table(README.read_text(), family_table(results)))
-    print(f"wrote {RESULTS.relative_to(REPO)} and README's family table")
+    REFERENCE.write_text(replace_table(REFERENCE.read_text(), family_table(results)))
+    print(f"wrote {RESULTS.relative_to(REPO)} and docs/reference.md's family table")
 
 
 def _version(name: str) -> str | None:

@@ -5,6 +5,9 @@
     python scripts/train_shapes_llava.py --evaluate   # ... then score each stage on shapes and
                                                       # vrp_shapes through pytest and fill the cards
     python scripts/train_shapes_llava.py --evaluate-only   # re-score the shipped stages
+    python scripts/train_shapes_llava.py --out DIR --seed 1 --save-every 250
+                                                      # a longer ladder: another seed, a checkpoint
+                                                      # every 250 steps beside the stages (DIR/stepN)
 
 What it does, all on one CPU thread, deterministically (fixed seeds):
 
@@ -579,7 +582,7 @@ def evaluate_stages(out_dir: Path) -> dict[str, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-def train(out_dir: Path, steps: int, stage_steps: dict[str, int]) -> None:
+def train(out_dir: Path, steps: int, stage_steps: dict[str, int], save_every: int = 0) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(SEED)
     began, began_cpu = time.perf_counter(), time.process_time()
@@ -638,7 +641,8 @@ def train(out_dir: Path, steps: int, stage_steps: dict[str, int]) -> None:
     model.train()
     train_began, train_began_cpu = time.perf_counter(), time.process_time()
     running = 0.0
-    stage_at = {step: stage for stage, step in stage_steps.items()}
+    stage_at = {step: f"step{step}" for step in range(save_every, steps + 1, save_every)} if save_every else {}
+    stage_at.update({step: stage for stage, step in stage_steps.items()})
     history = []
     seen = 0
     for step in range(steps):
@@ -672,7 +676,7 @@ def train(out_dir: Path, steps: int, stage_steps: dict[str, int]) -> None:
             history.append({"stage": stage, "step": done, "validation_first_token_accuracy": accuracy})
             print(f"{stage} at step {done}: validation (first answer token) {json.dumps(accuracy)}", flush=True)
             card = {
-                "name": NAME if stage == STAGES[-1] else f"{NAME}@{stage}",
+                "name": NAME if stage == STAGES[-1] and SEED == 0 else f"{NAME}@{stage}",
                 "stage": stage,
                 "recipe_version": RECIPE_VERSION,
                 "model": {"architecture": "LlavaForConditionalGeneration", "parameters": parameters,
@@ -738,26 +742,30 @@ def _check_encoding(processor, data: DataSet, encoded) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global VRP_SOURCES, LEARNING_RATE, ALIGN_STEPS
+    global VRP_SOURCES, LEARNING_RATE, ALIGN_STEPS, SEED
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="where the stage folders go (default: the package's)")
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--lr", type=float, default=LEARNING_RATE)
     parser.add_argument("--align-steps", type=int, default=ALIGN_STEPS)
     parser.add_argument("--data-scale", type=float, default=1.0, help="scale the training set (for quick trials)")
+    parser.add_argument("--seed", type=int, default=SEED, help="initial weights, alignment draws and data order"
+                        " (the shipped ladder: 0)")
+    parser.add_argument("--save-every", type=int, default=0, metavar="K",
+                        help="also save a checkpoint every K language-model steps (DIR/stepK, DIR/step2K, …)")
     parser.add_argument("--evaluate", action="store_true", help="score every stage on the bundled suites afterwards")
     parser.add_argument("--evaluate-only", action="store_true", help="only score the stages already in --out")
     args = parser.parse_args(argv)
     if args.evaluate_only:
         evaluate_stages(args.out)
         return 0
-    LEARNING_RATE, ALIGN_STEPS = args.lr, args.align_steps
+    LEARNING_RATE, ALIGN_STEPS, SEED = args.lr, args.align_steps, args.seed
     if args.data_scale != 1.0:
         for task in IMAGES_PER_TASK:
             IMAGES_PER_TASK[task] = max(1, round(IMAGES_PER_TASK[task] * args.data_scale))
         VRP_SOURCES = max(1, round(VRP_SOURCES * args.data_scale))
     stage_steps = {stage: max(1, round(step * args.steps / STEPS)) for stage, step in STAGE_STEPS.items()}
-    train(args.out, args.steps, stage_steps)
+    train(args.out, args.steps, stage_steps, args.save_every)
     if args.evaluate:
         evaluate_stages(args.out)
     return 0

@@ -8,7 +8,7 @@ accuracy, ANLS, …) written as spec settings, registered beside the parser or m
 (`scoring/catalogue_templates.py`); `spec_document(entry)` fills it with the entry's file and reference.
 The specs it gives are committed in `benchmarks/catalogue/specs/` (`scripts/catalogue/specs.py` writes them;
 a test checks they are what the templates give), so that `--mllm-bench=MMStar_KO` names a file like any
-bundled spec. A bundled hand-written spec stays authoritative for its names (`spec.all_aliases`).
+bundled spec. A bundled hand-written spec stays authoritative for its names (its `aliases`: `spec.all_aliases`).
 """
 
 from __future__ import annotations

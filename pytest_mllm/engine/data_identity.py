@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_mllm.engine.cache import file_digest, image_digest
 from pytest_mllm.engine.images import ImageError
 from pytest_mllm.sample import BadSample, Sample, SkippedSample
+from pytest_mllm.sections import run_metadata_keys
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.spec import BenchmarkSpec
@@ -62,13 +63,15 @@ def data_identity(spec: BenchmarkSpec, root: Path | None,
 def input_digest(sample: Sample) -> str:
     """The digest of what a model is asked and what it is scored against: question, target, answer type,
     choices, the images' bytes (an image that cannot be read counts as "unreadable") and what the loader or a
-    method adds in `metadata` (references, a hint, a visual-prompt variant), less where the row sat in its file."""
+    method adds in `metadata` (references, a hint, a visual-prompt variant), less where the row sat in its file
+    and how a run chose it (a subset's draw: `sections.run_metadata_keys`)."""
     images = []
     for ref in sample.images:
         try:
             images.append(image_digest(ref))
         except (ImageError, OSError, ValueError):
             images.append("unreadable")
-    metadata = {key: value for key, value in sample.metadata.items() if key not in _POSITIONS}
+    left_out = _POSITIONS | run_metadata_keys()
+    metadata = {key: value for key, value in sample.metadata.items() if key not in left_out}
     return _digest([sample.question, sample.answer, sample.answer_type, [list(c) for c in sample.choices], images,
                     json.dumps(metadata, sort_keys=True, default=lambda value: type(value).__name__)])

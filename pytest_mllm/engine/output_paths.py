@@ -39,6 +39,7 @@ class Output:
     option: str
     path: Path
     folder: bool = False
+    suffix: str = ""  # the file's usual suffix, for an example path (default: --mllm-json's and --mllm-html's)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def probe_writable(output: Output) -> None:
     else:
         if path.is_dir():
             raise OutputError(f"{option}={path}: is a folder; give a file path, e.g. {path / 'results'}"
-                              f"{path.suffix or _SUFFIX.get(option, '')}")
+                              f"{path.suffix or output.suffix or _SUFFIX.get(option, '')}")
         problem = path_problem(path)
         if problem is not None:
             raise OutputError(f"{option}={path}: {problem}; only a regular file (or a new path) is written: "
@@ -267,7 +268,7 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-_SUFFIX = {"--mllm-json": ".json", "--mllm-html": ".html", "--mllm-vrp-radar": ".png"}
+_SUFFIX = {"--mllm-json": ".json", "--mllm-html": ".html"}
 
 
 def file_name_problem(name: str) -> str | None:

@@ -34,8 +34,8 @@ VARIANT_MODES = ("none", "grid", "full", "property")
 DEVIATIONS = {
     "keep_na_words": "an option, answer or category cell holding one of pandas' missing-value words (\"None\", "
                      "\"NA\", \"nan\", \"null\", …) is that text, not a missing cell",
-    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells (and around an MME "
-                   "results file's ground truth) are removed, and no column is read as numbers",
+    "strip_cells": "spaces, tabs and line breaks around option, answer and category cells (and around a results "
+                   "file's ground truth) are removed, and no column is read as numbers",
     "answer_option_text": "(parquet) an answer cell holding an option's text is that option's letter, not an "
                           "answer no response can match",
     "responses_as_given": "(VLMEvalKit's benchmarks) a response is scored as the model gave it, not as VLMEvalKit's "
@@ -90,7 +90,7 @@ class BenchmarkSpec:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tasks: Mapping[str, TaskSettings] = field(default_factory=dict)
     loader_options: Mapping[str, Any] = field(default_factory=dict)
-    variants: str = "none"  # VRP variants of samples with a target region: none, grid, full, property
+    variants: str = "none"  # visual-prompt variants of samples with a target region: none, grid, full, property
     subset: str | None = None  # a file of sample ids (relative to the spec's folder): run only those
     deviations: tuple[str, ...] = ()  # readings switched on that differ from the reference's (DEVIATIONS)
     about: About = field(default_factory=About)
@@ -254,30 +254,15 @@ def bundled_specs() -> dict[str, Path]:
     return {Path(p.name).stem: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
-# Other tools' names for the bundled benchmarks, accepted by --mllm-bench: lmms-eval's task names
-# (lmms_eval/tasks/*/*.yaml `task:`; its data is the Hugging Face parquet release, so they name our
-# parquet specs where we have one) and VLMEvalKit's dataset names (vlmeval/dataset/image_*.py; its
-# data is the LMUData TSV files our TSV specs read).
-ALIASES = {
-    # lmms-eval
-    "mmbench_en_dev": "mmbench", "mmmu_val": "mmmu", "hallusion_bench_image": "hallusionbench_parquet",
-    "ai2d": "ai2d_parquet", "chartqa": "chartqa_parquet", "docvqa_val": "docvqa_parquet",
-    "mmt_val": "mmt_bench_parquet", "scienceqa_img": "scienceqa_parquet", "textvqa_val": "textvqa_parquet",
-    # VLMEvalKit
-    "MMBench_DEV_EN": "mmbench", "MME": "mme", "MMMU_DEV_VAL": "mmmu_tsv", "SEEDBench_IMG": "seedbench",
-    "HallusionBench": "hallusionbench", "POPE": "pope", "AI2D_TEST": "ai2d", "ChartQA_TEST": "chartqa",
-    "DocVQA_VAL": "docvqa", "MMStar": "mmstar", "MMT-Bench_VAL": "mmt_bench", "OCRBench": "ocrbench",
-    "RealWorldQA": "realworldqa", "ScienceQA_TEST": "scienceqa", "TextVQA_VAL": "textvqa",
-}
-
-
 @functools.cache
 def all_aliases() -> dict[str, str]:
-    """Other tools' names for the bundled specs → the spec's key: `ALIASES`, then those a bundled spec declares
-    in its `aliases:` (read from the files once, without validating them)."""
+    """Other tools' names for the bundled specs → the spec's key, as each bundled spec declares them in its
+    `aliases:` (lmms-eval's task names, whose data is the Hugging Face parquet release our parquet specs read;
+    VLMEvalKit's dataset names, whose data is the LMUData TSV files our TSV specs read); read from the files
+    once, without validating them."""
     from pytest_mllm.safe_yaml import load_yaml
 
-    found = dict(ALIASES)
+    found: dict[str, str] = {}
     for key, path in sorted(bundled_specs().items()):
         data = load_yaml(path.read_text(encoding="utf-8"))
         declared = data.get("aliases") if isinstance(data, dict) else None
@@ -660,7 +645,7 @@ def _spec_model(names: _Names) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="hub")
         repo: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")] = Field(
-            description="The dataset repository id.", examples=["Lin-Chen/MMStar"])
+            description="The dataset repository id.", examples=["my-org/my-bench"])
         revision: Annotated[str, Field(strict=True, pattern=r"^[\w.\-/]+$")] = Field(
             "main", description=("A commit (40 hex digits: checked), or a branch or tag (the commit it pointed at "
                                  "when fetched is recorded in the data cache)."))
@@ -673,11 +658,11 @@ def _spec_model(names: _Names) -> Any:
             "The data folder, relative to the spec's folder or absolute; --mllm-data=NAME=DIR or the "
             "environment variable MLLM_DATA_<NAME> override it."), examples=["."])
         file: Text | None = Field(None, json_schema_extra=_describe_data_file,
-                                  examples=["bench.jsonl", "MMBench_DEV_EN.tsv"])
+                                  examples=["bench.jsonl", "MyBench_DEV_EN.tsv"])
         url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = Field(None, description=(
             "Where the released data file is downloaded from when no data root is given (saved under the name "
             "in file): fetched once into the data cache, checked against md5, reused."),
-            examples=["https://opencompass.openxlab.space/utils/VLMEval/MMStar.tsv"])
+            examples=["https://example.org/data/MyBench.tsv"])
         md5: Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{32}$")] | None = Field(
             None, description=("The MD5 of the file at url (32 lowercase hex digits); a download that differs is "
                                "deleted and is an error. Without it (a file whose publisher gives none) the first "
@@ -708,7 +693,7 @@ def _spec_model(names: _Names) -> Any:
 
         model_config = ConfigDict(extra="forbid", title="about")
         source: Text | None = Field(None, description="Where users get the files the spec reads.",
-                                    examples=["hf download lmms-lab/LIME --repo-type dataset"])
+                                    examples=["hf download my-org/my-bench --repo-type dataset"])
         reference: Text | None = Field(None, description="The implementation whose scores the spec reproduces.",
                                        examples=["VLMEvalKit vlmeval/dataset/image_mcq.py"])
         reference_repository: Text | None = Field(
@@ -742,7 +727,7 @@ def _spec_model(names: _Names) -> Any:
             examples=["{question} Please answer yes or no."])
         open_prompt: Text | None = Field(None, description=(
             "The prompt template of questions without options, in every task (default: prompt); for "
-            "benchmarks mixing multiple-choice and open questions (MMMU)."),
+            "benchmarks mixing multiple-choice and open questions."),
             examples=["{question}\n\nAnswer the question using a single word or phrase."])
         max_new_tokens: Annotated[int, Field(strict=True, ge=1, le=MAX_NEW_TOKENS)] = Field(
             16, description="The most tokens a model may generate per answer.")
@@ -759,8 +744,8 @@ def _spec_model(names: _Names) -> Any:
         loader_options: Options = Field(None, json_schema_extra=_describe_loader_options, examples=[{"task_column": "category"},
                       {"split": "test", "columns": {"id": "question_id", "task": "category"}}])
         variants: VariantMode = Field("none", description=(
-            "VRP variants of samples that carry a target region: none, grid (VRPTEST's), full, property "
-            "(drawn by hypothesis)."))
+            "Visual-prompt variants of samples that carry a target region: none, grid (the method's grid of "
+            "prompt styles), full, property (drawn by hypothesis)."))
         subset: Text | None = Field(None, description=(
             "A file of sample ids, one per line, relative to the spec's folder and inside it: only those "
             "samples run."), examples=["curated_ids.txt"])
@@ -773,7 +758,7 @@ def _spec_model(names: _Names) -> Any:
         aliases: list[Text] | None = Field(None, description=(
             "A bundled spec's other names in other tools (VLMEvalKit's dataset, lmms-eval's tasks): --mllm-bench, "
             "--mllm-data, MLLM_DATA_*, gates and -m markers take them as the spec's name."),
-            examples=[["MMBench_DEV_EN", "mmbench_en_dev"]])
+            examples=[["MyBench_DEV_EN", "mybench_en_dev"]])
 
         @field_validator("subset")
         @classmethod

@@ -78,7 +78,7 @@ class MllmHooks:
         with --mllm-limit=N, the samples past the limit (`harness/limit.py`); with --mllm-shard=I/N, the
         tests of the other shards (`harness/shard.py`)."""
         few: list[pytest.Item] = [i for i in items if isinstance(i, SampleItem) and isinstance(i.sample, Sample)
-                                  and self.evaluation.optimized_on(i.sample)]
+                                  and self.evaluation.set_aside(i.sample)]
         self.few_deselected = len(few)
         _deselect(config, items, few)
         if self.limit is not None:

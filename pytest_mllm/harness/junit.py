@@ -60,8 +60,8 @@ def suite_properties(name: str, result: BenchmarkResult) -> dict[str, Any]:
     headline = result.spec.headline
     shadowed = shadowed_scopes(result.scopes)
     properties: dict[str, Any] = {f"{name}.{key}": value for key, value in flat.items() if "." not in key}
-    for section, _ in with_parts(result.scopes):
-        properties.update(section.junit(name, flat))
+    for section, part in with_parts(result.scopes):
+        properties.update(section.junit(name, flat, part))
     properties.update({f"{name}.{scope}.{headline}": flat[f"{scope}.{headline}"] for scope in shadowed
                        if f"{scope}.{headline}" in flat})
     interval = result.headline_intervals().get(result.spec.headline) or {}

@@ -13,6 +13,7 @@ from pytest_mllm.engine.fetch import describe
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, all_aliases, bundled_specs, load_spec
 from pytest_mllm.harness.items import marker_name
 from pytest_mllm.scoring.gates import MetricSpace
+from pytest_mllm.sections import all_sections
 
 
 def bundled() -> Iterator[tuple[str, BenchmarkSpec]]:
@@ -57,8 +58,10 @@ def gate_paths(spec: BenchmarkSpec) -> str:
              f"{spec.name}.<task or group>.<metric>"]
     if space.categories:
         paths.append(f"{spec.name}.category.<name>.<metric>, {spec.name}.l2_category.<name>.<metric>")
-    if spec.variants != "none" or spec.loader == "vrp_shapes":
-        paths.append(f"{spec.name}.vrp.consistency, .vrp.relation_holds, .vrp.sensitivity")
+    for section in all_sections():
+        keys = section.gate_keys() if section.fills(spec) else ()
+        if keys:
+            paths.append(", ".join([f"{spec.name}.{keys[0]}", *(f".{key}" for key in keys[1:])]))
     shadowed = [name for name in (*spec.task_order, *spec.groups) if name in space.values]
     return "; ".join(paths) + "; metrics: " + ", ".join(sorted(space.values)) + "".join(
         f"; {spec.name}.{name} is that metric, the {name} task's {spec.headline} is {spec.name}.{name}.{spec.headline}"

@@ -34,6 +34,7 @@ from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
 if TYPE_CHECKING:
+    from pytest_mllm.estimate.plan import EstimateSettings
     from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
@@ -79,7 +80,7 @@ class Options:
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
             cache_path=Path(cache_dir).expanduser() / "responses.sqlite3",
-            vrp_mode=opt("mllm_vrp"), vrp_examples=opt("mllm_vrp_examples"), no_image=opt("mllm_no_image"),
+            no_image=opt("mllm_no_image"),
             hf_options={"device": opt("mllm_device"), "dtype": opt("mllm_dtype"),
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
@@ -87,7 +88,7 @@ class Options:
             judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
-            replay_min_match=_replay_min_match(config), data_cache=data_cache,
+            replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config),
             sections=_section_settings(config, benchmarks))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
@@ -101,7 +102,9 @@ class Options:
                 "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 **{what: path for settings in evaluation.sections.values() for what, path in settings.inputs().items()},
-                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None})
+                "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
+                **{f"the --mllm-estimate-panel file {p}": p
+                   for p in (evaluation.estimate.panel.files if evaluation.estimate else ())}})
             try:
                 outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
                     [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
@@ -178,7 +181,7 @@ def _gates(config: pytest.Config) -> GateSettings:
 
 _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
-    ("mllm_show_incorrect", 0, None, "0 or more"), ("mllm_vrp_examples", 1, 1 << 20, "at least 1"),
+    ("mllm_show_incorrect", 0, None, "0 or more"),
     ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
@@ -404,6 +407,16 @@ def _optimization(config: pytest.Config) -> OptimizationSettings | None:
         endpoint=_endpoint(config, "mllm_optimizer_base_url", "mllm_optimizer_api_key_env"),
         search=search, max_tokens=opt("mllm_optimizer_max_tokens"), split=opt("mllm_tp_split"),
         zero_shot=opt("mllm_tp_zero_shot"))
+
+
+def _estimate(config: pytest.Config) -> EstimateSettings | None:
+    """--mllm-estimate with its panel, method and seed (`pytest_mllm.estimate.options`)."""
+    from pytest_mllm.estimate.options import EstimateOptionError, read
+
+    try:
+        return read(config.getoption)
+    except EstimateOptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _path(value: str | None) -> Path | None:

@@ -1,4 +1,5 @@
-"""Progress of an optimization: a rich bar on a terminal, one line per round elsewhere, calls counted.
+"""Progress of a task job's task (`evaluation.TaskJob`: a prompt optimization): a rich bar on a terminal, one
+line per step elsewhere, calls counted; the job words them.
 
 Test output is captured while a task runs, so every write suspends capturing for its moment
 (as pytest's live logging does). Under xdist the workers' screens are not shown: the
@@ -9,29 +10,33 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_mllm.pytest_compat import is_worker
 
+if TYPE_CHECKING:
+    from pytest_mllm.evaluation import TaskJob
+
 
 class TaskProgress:
     """`progress(event, n)` for one task: counts calls and shows where the task is."""
 
-    def __init__(self, config: pytest.Config, task: str, rounds: int) -> None:
+    def __init__(self, config: pytest.Config, task: str, job: TaskJob) -> None:
         self.config = config
         self.task = task
-        self.rounds = rounds
-        self.counts = {"optimizer": 0, "scorer": 0}  # calls actually sent (replayed ones are free)
+        self.job = job
+        self.rounds = job.steps
+        self.counts = dict.fromkeys(job.calls, 0)  # calls actually sent (replayed ones are free)
         self.round = 0
         self.visible = not is_worker(config)
         self._bar: Any = None
         self._bar_task: Any = None
 
     def __call__(self, event: str, n: int) -> None:
-        if event in ("optimizer-made", "scorer-made"):
-            self.counts[event.split("-")[0]] += n
+        if event.endswith("-made") and event.removesuffix("-made") in self.counts:
+            self.counts[event.removesuffix("-made")] += n
         elif event == "round":
             self.round = n
             self._show()
@@ -49,8 +54,7 @@ class TaskProgress:
                     reporter.write_line(self._line())
 
     def _line(self) -> str:
-        return (f"  TP-Eval {self.task}: round {self.round}/{self.rounds} · calls made: optimizer "
-                f"{self.counts['optimizer']}, model {self.counts['scorer']}")
+        return f"  {self.job.title} {self.task}: round {self.round}/{self.rounds} · {self.job.calls_text(self.counts)}"
 
     def _draw_bar(self) -> None:
         from rich.console import Console
@@ -61,8 +65,8 @@ class TaskProgress:
                                  TextColumn("{task.fields[calls]}"), console=Console(file=sys.__stdout__),
                                  auto_refresh=False, redirect_stdout=False, redirect_stderr=False, transient=True)
             self._bar.start()
-            self._bar_task = self._bar.add_task(f"TP-Eval {self.task}", total=self.rounds, calls="")
-        calls = f"optimizer calls {self.counts['optimizer']} · model answers {self.counts['scorer']}"
+            self._bar_task = self._bar.add_task(f"{self.job.title} {self.task}", total=self.rounds, calls="")
+        calls = self.job.calls_text(self.counts, bar=True)
         self._bar.update(self._bar_task, completed=self.round, calls=calls)
         self._bar.refresh()
         if self.round >= self.rounds:

@@ -23,6 +23,7 @@ from pytest_mllm.harness.options import Options
 from pytest_mllm.harness.stash import RUN_KEY
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.pytest_compat import is_worker
+from pytest_mllm.record import MessageOnly
 from pytest_mllm.sample import Sample
 
 
@@ -47,15 +48,13 @@ def start_run(config: pytest.Config) -> None:
         check_model_available(ref, options)
     bind_workers_to_gpus(config)
     lighter_exit()
-    from pytest_mllm.tpeval.prompts_file import PromptsFileError
-
     load_report = ModelLoadReport(config, announce=not ref.instant)
     try:
         with warnings.catch_warnings(record=True) as caught:  # the cache set aside: shown in the warnings summary
             warnings.simplefilter("always")
             evaluation = Evaluation(options.evaluation, make_model=lambda: config.hook.pytest_mllm_make_model(
                 spec=model, config=config), on_load=load_report)
-    except PromptsFileError as exc:
+    except MessageOnly as exc:  # a file the settings name cannot be used (a prompts file): its message says why
         raise pytest.UsageError(str(exc)) from None
     except (OSError, sqlite3.Error) as exc:  # the response cache's folder or database
         raise pytest.UsageError(f"the response cache {options.evaluation.cache_path} cannot be opened ({exc}); "

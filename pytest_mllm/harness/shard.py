@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import pytest
 
 from pytest_mllm.sample import Sample, SkippedSample
+from pytest_mllm.sections import all_sections
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -49,15 +50,11 @@ def unit_key(benchmark: str, sample: object) -> str:
     sample_id = getattr(sample, "id", "")
     if not isinstance(sample, Sample):
         return f"{benchmark}\0id:{sample_id}"
-    vrp = sample.metadata.get("vrp") if isinstance(sample.metadata, dict) else None
-    vrp = vrp if isinstance(vrp, dict) else {}
-    group = sample.pair_group
-    if group and vrp.get("variant") and group.endswith(f"::{vrp['variant']}"):
-        group = group[: -len(f"::{vrp['variant']}")]
-    if group:
-        return f"{benchmark}\0pair:{group}"
-    if vrp.get("source"):
-        return f"{benchmark}\0source:{vrp['source']}"
+    unit = next((unit for section in all_sections() if (unit := section.sample_unit(sample))), None)
+    if unit:
+        return f"{benchmark}\0{unit}"
+    if sample.pair_group:
+        return f"{benchmark}\0pair:{sample.pair_group}"
     return f"{benchmark}\0id:{sample_id}"
 
 

@@ -43,7 +43,7 @@ class TaskItem(pytest.Item):
     def runtest(self) -> None:
         job = self.config.stash[RUN_KEY].evaluation.task_job()
         assert job is not None, "a task's test is collected only in a run with a task job"
-        progress = TaskProgress(self.config, self.task, job.steps)
+        progress = TaskProgress(self.config, self.task, job)
         try:
             self.result = job.run_task(self.spec, self.task, self.samples, progress)
         finally:

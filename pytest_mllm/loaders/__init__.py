@@ -3,18 +3,46 @@
 Each module here registers its loader with `@loader` (`engine/spec.py`'s `LOADERS`), which a spec names
 in `loader:`; this module imports none of them. A loader returns `Sample`s, or `BadSample`s for entries
 it could not read, so that one broken entry errors alone while the rest of the benchmark runs.
+
+A released folder of recorded answers (a benchmark's own results format) registers its reader with
+`@results_folder` (`RESULTS_FOLDERS`), which `replay:<folder>` tries; this module imports none of them either.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Mapping
 
 from pytest_mllm.echo import printable
 from pytest_mllm.engine.spec import LOADERS, BenchmarkSpec, SpecError, read_subset
+from pytest_mllm.registry import Registry
 from pytest_mllm.sample import BadSample, Sample
 
 Loaded = list[Sample | BadSample]
+Answers = Mapping[tuple[str, str, str], str]  # (task, image, question) → the recorded response
+
+
+@dataclass(frozen=True)
+class ResultsFolder:
+    """A registered results format of a folder: its recorded answers, keyed by task, image and question."""
+
+    name: str
+    about: str  # what it is, after "a folder in" (replay's messages)
+    read: Callable[[Path], Answers]  # the folder → its answers; ValueError or OSError for a folder of another shape
+
+
+RESULTS_FOLDERS: Registry[ResultsFolder] = Registry("results folder", "results_folder")
+
+
+def results_folder(name: str, *, about: str) -> Callable[[Callable[[Path], Answers]], Callable[[Path], Answers]]:
+    """Register the decorated folder → answers function as results format `name`."""
+    def register(read: Callable[[Path], Answers]) -> Callable[[Path], Answers]:
+        RESULTS_FOLDERS.add(name, ResultsFolder(name, about, read), read.__module__)
+        return read
+
+    return register
 
 
 def check_loader_options(spec: BenchmarkSpec) -> None:
@@ -47,8 +75,8 @@ def check_task_names(spec: BenchmarkSpec, samples: Loaded) -> None:
         problem = path_component_problem(sample.task)
         if problem is not None:
             raise SpecError(f"benchmark {spec.name!r}: task name {excerpt(sample.task)} (sample {excerpt(sample.id)}) "
-                            f"{problem}; a task name must be able to name a file (--mllm-mme-results writes "
-                            "<task>.txt): rename the task in the data")
+                            f"{problem}; a task name must be able to name a file (a results folder holds one "
+                            "<task>.txt per task): rename the task in the data")
 
 
 def load_samples(spec: BenchmarkSpec, root: Path | None) -> Loaded:

@@ -21,6 +21,10 @@ from typing import Sequence
 
 from pytest_mllm.scoring.prediction_cells import NA_WORDS  # pandas' missing-value words, shared with responses
 
+# Why a multiple-choice row without options is an error: the reference cannot score it either.
+NO_OPTIONS = ("the reference's evaluation cannot score it either (it draws a letter from no options: random.choice "
+              "raises IndexError): give the row its options or make its question type open")
+
 __all__ = ["NA_WORDS", "read_column"]
 
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")

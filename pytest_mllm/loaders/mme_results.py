@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pytest_mllm.loaders import Answers, results_folder
+
 
 @dataclass(frozen=True)
 class ResultLine:
@@ -50,6 +52,12 @@ def read_mme_results(folder: Path) -> list[ResultLine]:
                 )
             lines.append(ResultLine(path.stem, *parts))
     return lines
+
+
+@results_folder("mme_results", about="MME's official results format")
+def recorded_answers(folder: Path) -> Answers:
+    """The responses of an MME results folder, by (subtask, image, question)."""
+    return {(line.task, line.image, line.question): line.response for line in read_mme_results(folder)}
 
 
 def _one_line(text: str) -> str:

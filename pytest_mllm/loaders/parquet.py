@@ -65,7 +65,7 @@ from typing import Any, NamedTuple
 
 from pytest_mllm.engine.images import check_relative
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
-from pytest_mllm.loaders.cells import NA_WORDS, read_column
+from pytest_mllm.loaders.cells import NA_WORDS, NO_OPTIONS, read_column
 from pytest_mllm.loaders.inline_options import split_options
 from pytest_mllm.sample import AnswerType, BadSample, ImageRef, Sample
 
@@ -613,13 +613,11 @@ def _choices(row: dict[str, Any], spec: Any) -> tuple[tuple[str, str], ...]:
 
 def _typed_choices(kind: Any, choices: tuple[tuple[str, str], ...], field_name: str) -> tuple[tuple[str, str], ...]:
     """The options as the row's question type has them: a multiple-choice row's (none: the row's error, as
-    MMMU's code draws a letter from no options and stops), none for any other type (an open question)."""
+    the reference draws a letter from no options and stops), none for any other type (an open question)."""
     if kind != MULTIPLE_CHOICE:
         return ()
     if not choices:
-        raise ValueError(f"field {field_name!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
-                         "evaluation cannot score it either (it draws a letter from no options: random.choice "
-                         "raises IndexError): give the row its options or make its question type open")
+        raise ValueError(f"field {field_name!r} is {MULTIPLE_CHOICE!r} but the row has no options; {NO_OPTIONS}")
     return choices
 
 

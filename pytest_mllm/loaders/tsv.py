@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from pytest_mllm.engine.images import ImageError, check_relative, resolve_inside
-from pytest_mllm.loaders.cells import read_column
+from pytest_mllm.loaders.cells import NO_OPTIONS, read_column
 from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, loader
 from pytest_mllm.sample import AnswerType, BadSample, ImageRef, Sample
 from pytest_mllm.scoring.prediction_cells import NA_WORDS
@@ -55,7 +55,7 @@ from pytest_mllm.scoring.prediction_cells import NA_WORDS
 _OPTION_LETTERS = string.ascii_uppercase  # VLMEvalKit reads every column A … Z as an option
 _MISSING = {"", "nan", "none", "null"}
 _MAX_REFERENCE = 64  # VLMEvalKit: an image cell this short is another row's index
-CIRCULAR_OFFSET = 1_000_000  # MMBench: pass k of question i has index i + k·1_000_000
+PASS_OFFSET = 1_000_000  # a rotated question's pass k of question i has index i + k·1_000_000 (MMBench's)
 
 
 def _cell(row: dict[str, str], column: str) -> str:
@@ -371,9 +371,7 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
         if kind != MULTIPLE_CHOICE:
             choices = ()
         elif not choices:
-            raise ValueError(f"field {kind_column!r} is {MULTIPLE_CHOICE!r} but the row has no options; MMMU's "
-                             "evaluation cannot score it either (it draws a letter from no options: random.choice "
-                             "raises IndexError): give the row its options or make its question type open")
+            raise ValueError(f"field {kind_column!r} is {MULTIPLE_CHOICE!r} but the row has no options; {NO_OPTIONS}")
     if choices:
         answer_type: AnswerType = "choice"  # an answer that is no option's letter is scored, and never right
     elif answer.strip().lower() in ("yes", "no"):  # "Yes " too: kept as given
@@ -383,19 +381,19 @@ def _sample(spec: BenchmarkSpec, row: dict[str, str], index: str, task: str, sam
     return Sample(
         id=sample_id, benchmark=spec.name, task=task, question=_cell(row, "question"),
         answer=answer, answer_type=answer_type, images=images,
-        choices=choices, pair_group=_circular_group(task, index) if choices else None, split=_cell(row, "split") or "test",
+        choices=choices, pair_group=_pass_group(task, index) if choices else None, split=_cell(row, "split") or "test",
         category=_text(row, "category") or None, l2_category=_text(row, "l2-category") or None,
         metadata={"source_id": index, "hint": _cell(row, "hint")},
     )
 
 
-def _circular_group(task: str, index: str) -> str | None:
-    """The question a circular pass belongs to: "<task>::<index mod 1_000_000>" (integer indexes)."""
+def _pass_group(task: str, index: str) -> str | None:
+    """The question a rotated pass belongs to: "<task>::<index mod 1_000_000>" (integer indexes)."""
     try:
         number = int(index)
     except ValueError:
         return None
-    return f"{task}::{number % CIRCULAR_OFFSET}"
+    return f"{task}::{number % PASS_OFFSET}"
 
 
 class _DataFile(NamedTuple):

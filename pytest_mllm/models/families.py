@@ -6,7 +6,7 @@ transformers docs): the checkpoint's own chat template, its own system turn (non
 its own image budget (the processor settings saved with the checkpoint), images before the
 question in one user turn. A family without a chat template (PaliGemma) is prompted with a task
 prefix instead. Settings a user passes to the processor (e.g. Qwen's `max_pixels`) override the
-saved ones; see README.md, "Your model".
+saved ones; see docs/reference.md, "Your model".
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Conventions:
     dropped_inputs: tuple[str, ...] = ()  # processor outputs the model card drops before `generate`
     refused: str | None = None  # why the family cannot be run on a benchmark (the run stops before any sample)
     source: str = "the checkpoint's chat template (transformers' documented usage)"
-    question: str = "asked as written"  # what a benchmark's question becomes, for the README
+    question: str = "asked as written"  # what a benchmark's question becomes, for the reference's family table
 
     def fingerprint(self) -> str:
         """A short hash of the settings here that change answers and differ from the default's (so a setting

@@ -1,6 +1,6 @@
-"""README's table of model families, generated from the family sweep's results (`docs/family_sweep.json`,
+"""The reference's table of model families (docs/reference.md), generated from the family sweep's results (`docs/family_sweep.json`,
 written by `scripts/family_sweep.py`) and the families' conventions (`models/families.py`): nothing in it
-is kept by hand. `tests/unit/test_family_table.py` fails while README's table differs from it.
+is kept by hand. `tests/unit/test_family_table.py` fails while that table differs from it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def load_results(path: Path) -> dict[str, Any]:
 
 
 def family_table(results: dict[str, Any]) -> str:
-    """The markdown between README's markers: the environment, the counts, then one row per family."""
+    """The markdown between the table's markers: the environment, the counts, then one row per family."""
     from pytest_mllm.models.families import conventions_for
     from pytest_mllm.models.tiny_families import REQUIRES
 
@@ -56,14 +56,14 @@ def _cell(text: str) -> str:
 
 
 def replace_table(readme: str, table: str) -> str:
-    """README with the text between its markers replaced by `table` (ValueError when the markers are missing)."""
+    """The page with the text between its markers replaced by `table` (ValueError when the markers are missing)."""
     start, end = readme.find(BEGIN), readme.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"README has no family table markers ({BEGIN!r} … {END!r})")
+        raise ValueError(f"the page has no family table markers ({BEGIN!r} … {END!r})")
     return readme[:start] + table + readme[end + len(END):]
 
 
 def current_table(readme: str) -> str:
-    """The text between README's markers, markers included."""
+    """The text between the table's markers, markers included."""
     start, end = readme.find(BEGIN), readme.find(END)
     return readme[start:end + len(END)] if start >= 0 and end >= start else ""

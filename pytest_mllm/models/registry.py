@@ -114,7 +114,7 @@ def _check_recording(ref: ModelRef) -> None:
     check_recording(ref.arg)  # ReplayFileError, a ValueError naming the formats replay reads
 
 
-@model_kind("replay", forms=("replay:<file or MME results folder>",), instant=True, recording=True,
+@model_kind("replay", forms=("replay:<file or results folder>",), instant=True, recording=True,
             check=_check_recording)
 def _replay(ref: ModelRef, hf_options: Mapping[str, Any], endpoint: Endpoint | None) -> Model:
     from pytest_mllm.models.replay import ReplayModel

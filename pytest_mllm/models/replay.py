@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pytest_mllm.echo import json_loads
-from pytest_mllm.loaders.mme_results import read_mme_results
+from pytest_mllm.loaders import RESULTS_FOLDERS
 from pytest_mllm.models.predictions import (XLSX_MAGIC, PredictionFileError, Predictions, Recorded, is_lmms_eval_record,
                                             json_lines, is_vlmevalkit_table, read_lmms_eval_samples, read_vlmevalkit_json,
                                             read_vlmevalkit_tsv, read_vlmevalkit_xlsx, vlmevalkit_json_rows)
@@ -36,8 +36,7 @@ _RESPONSE_KEYS = ("response", "prediction", "text")
 FORMATS = ("a --mllm-json results file ({\"records\": [...]})",
            "JSON Lines with an \"id\" and a \"response\" (or \"prediction\", \"text\") per line",
            "a VLMEvalKit prediction file (.xlsx, .tsv or .json with \"index\" and \"prediction\" columns)",
-           "an lmms-eval --log_samples file (JSON Lines with \"doc_id\" and \"resps\" or \"filtered_resps\")",
-           "a folder in MME's official results format")
+           "an lmms-eval --log_samples file (JSON Lines with \"doc_id\" and \"resps\" or \"filtered_resps\")")
 
 
 class MissingPrediction(LookupError):
@@ -49,7 +48,19 @@ class ReplayFileError(ValueError):
 
 
 def _formats_hint() -> str:
-    return "replay reads " + "; ".join(FORMATS)
+    folders = [f"a folder in {folder.about}" for folder in RESULTS_FOLDERS.entries().values()]
+    return "replay reads " + "; ".join([*FORMATS, *folders])
+
+
+def _read_folder(path: Path) -> Mapping[tuple[str, str, str], str]:
+    """The answers of a results folder, read by the first registered format that reads it."""
+    problems = []
+    for folder in RESULTS_FOLDERS.entries().values():
+        try:
+            return folder.read(path)
+        except (ValueError, OSError) as exc:  # a folder of another shape (no such files, a line of another shape)
+            problems.append(str(exc))
+    raise ReplayFileError(f"replay folder {path}: {'; '.join(problems)} ({_formats_hint()})")
 
 
 class ReplayModel:
@@ -67,12 +78,7 @@ class ReplayModel:
         self._recorded: dict[Any, Recorded] = {}  # the key of `_by_id` or `_by_row` → the row's checkable fields
         self._as_read: set[Any] = set()  # keys of answers VLMEvalKit's scorer received as they are (its prediction files)
         if path.is_dir():
-            try:
-                lines = read_mme_results(path)
-            except (ValueError, OSError) as exc:  # no <subtask>.txt, a line of another shape, not UTF-8
-                raise ReplayFileError(f"replay folder {path}: {exc} ({_formats_hint()})") from None
-            for line in lines:
-                self._by_question[(line.task, line.image, line.question)] = line.response
+            self._by_question.update(_read_folder(path))
         elif path.is_file():
             self._read_file(path)
         else:

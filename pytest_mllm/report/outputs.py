@@ -47,10 +47,11 @@ class Outputs:
         """
         inputs = list(inputs)
         declared = sections.output_files()
-        files = [(option, path, declared[option][1].folder) for option, path in self.section_files.items()]
-        outputs = [Output(option, path, folder) for option, path, folder in (
-            ("--mllm-json", self.json_path, False), ("--mllm-html", self.html_path, False), *files,
-            ("--mllm-markdown", self.markdown_path, False))
+        files = [(option, path, declared[option][1].folder, declared[option][1].suffix)
+                 for option, path in self.section_files.items()]
+        outputs = [Output(option, path, folder, suffix) for option, path, folder, suffix in (
+            ("--mllm-json", self.json_path, False, ""), ("--mllm-html", self.html_path, False, ""), *files,
+            ("--mllm-markdown", self.markdown_path, False, ""))
             if path is not None] + list(also)
         check_outputs(outputs, inputs)
         problem = self.step_summary and append_problem(self.step_summary, "$GITHUB_STEP_SUMMARY", inputs, outputs)

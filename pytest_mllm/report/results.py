@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mllm import __version__
+from pytest_mllm.sections import derived_parts, is_derived_key, stands_in
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.gates import GateSettings, Verdict, flatten
@@ -47,7 +48,13 @@ class BenchmarkResult:
 
         if stats_missing() or not self.records:
             return {}
-        return intervals(self.records, self.setup, self.metrics)
+        return intervals(self.records, self.setup, self.resampled_metrics)
+
+    @property
+    def resampled_metrics(self) -> dict[str, float]:
+        """The flat metrics the records' bootstrap recomputes: a derived section's values carry their own
+        uncertainty (`sections.Section.derive`)."""
+        return {k: v for k, v in self.metrics.items() if not is_derived_key(k)}
 
     def headline_intervals(self) -> dict[str, dict[str, Any]]:
         """The intervals of the headline metric of each scope (overall, groups, tasks): what the terminal
@@ -62,7 +69,8 @@ class BenchmarkResult:
             headline = self.spec.headline
             keys = [headline, *(f"{name}.{headline}" for kind in ("groups", "tasks")
                                 for name in self.scopes.get(kind, {}))]
-            self.__dict__["_headline_intervals"] = intervals(self.records, self.setup, self.metrics, keys=keys)
+            self.__dict__["_headline_intervals"] = intervals(self.records, self.setup, self.resampled_metrics,
+                                                             keys=keys)
         return self.__dict__["_headline_intervals"]  # type: ignore[no-any-return]
 
     @property
@@ -90,6 +98,10 @@ def compute_results(specs: Mapping[str, BenchmarkSpec], records: Iterable[Record
         spec = specs[name]
         ordered = sorted(by_benchmark[name], key=lambda r: r["order"])
         scopes = benchmark_metrics(ordered, spec.metrics, spec.groups, spec.task_order)
+        if ordered:
+            from pytest_mllm.scoring.uncertainty import MetricSetup
+
+            scopes.update(derived_parts(ordered, MetricSetup.from_spec(spec)))
         results[name] = BenchmarkResult(spec, ordered, scopes, flatten(scopes, spec.headline))
     return results
 
@@ -155,8 +167,11 @@ def _uncertainty(result: BenchmarkResult) -> dict[str, Any]:
 
 
 def baseline_pairing(gates: GateSettings, results: Mapping[str, BenchmarkResult]) -> Any:
-    """The paired comparisons statistical regression limits need, or None when no limit is statistical."""
-    if not gates.baseline or not any(limit.alpha is not None for limit in gates.max_drops):
+    """The paired comparisons statistical regression limits need (and any limit on a benchmark whose values
+    a section's part stands in for: an estimate), or None when none needs one."""
+    statistical = any(limit.alpha is not None for limit in gates.max_drops)
+    if not gates.baseline or not gates.max_drops or not (
+            statistical or any(stands_in(r.scopes) for r in results.values())):
         return None
     from pytest_mllm.scoring.significance import BaselinePairing
 

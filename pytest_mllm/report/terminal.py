@@ -21,6 +21,13 @@ def _fmt(value: Any, percent: bool = True) -> str:
     return str(value)
 
 
+def _in_percent(key: str) -> bool:
+    """Whether the score table shows a value in %: a rate, or a value no section's column gives a unit (points,
+    a number) to."""
+    found = sections.column(key)
+    return found is None or found.unit == "rate"
+
+
 def _present(result: BenchmarkResult) -> list[Column]:
     """The sections' columns some scope of this benchmark holds."""
     return [c for c in sections.columns() if any(c.key in scope for _, _, scope in _scopes(result))]
@@ -73,7 +80,7 @@ def _table(title: str, cols: list[str], rows: Sequence[tuple[str, dict[str, Any]
     for col in extra:
         table.add_column(col, justify="right", no_wrap=True)
     for label, scope, key in rows:
-        cells = [_fmt(scope.get(c), percent=not sections.is_points_key(c)) for c in cols]
+        cells = [_fmt(scope.get(c), percent=_in_percent(c)) for c in cols]
         more = [values.get(key or "", "") for values in extra.values()]
         table.add_row(Text(label), str(scope.get("count", 0)), str(scope.get("errors", 0)), *cells, *more,
                       style="bold" if not label.startswith(" ") else None)
@@ -92,7 +99,7 @@ def _uncertainty_column(result: BenchmarkResult) -> dict[str, dict[str, str]]:
     for key in ("overall", *result.scopes["groups"], *result.scopes["tasks"]):
         interval = found.get(headline if key == "overall" else f"{key}.{headline}")
         if interval:
-            width = half_width(interval) * (1 if sections.is_points_key(headline) else 100)
+            width = half_width(interval) * (100 if _in_percent(headline) else 1)
             column[key] = f"±{width:.1f}"
     return {f"{header(headline).split()[0]} ±95%": column}
 

@@ -164,6 +164,9 @@ def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
         sample = ", ".join(sorted(flat)[:12])
         return Verdict(gate, None, gate.threshold, "fail", f"no metric {gate.key!r} (have: {sample}, …)")
     value = flat[gate.key]
+    standing = sections.stand_in(flat, gate.key)
+    if standing is not None:
+        return _on_interval(gate, standing)
     ok = _OPS[gate.op](value, gate.threshold)
     own = f"{gate.key}.{(headlines or {}).get(gate.benchmark)}"
     note = ""
@@ -172,6 +175,27 @@ def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
         note = (f"{gate.benchmark}.{gate.key} is the benchmark's own {gate.key!r} value, not the headline of its "
                 f"task or group {gate.key!r}: that is {gate.benchmark}.{own} ({flat[own]:.6g})")
     return Verdict(gate, value, gate.threshold, "pass" if ok else "fail", note)
+
+
+def _on_interval(gate: Gate, standing: sections.StandIn) -> Verdict:
+    """A threshold gate on a value a section stands in with (an estimate): it fails only when the whole
+    interval lies on the failing side; one straddling the threshold passes, saying so."""
+    value, low, high = standing.value, standing.low, standing.high
+    if low is None or high is None:
+        ok = _OPS[gate.op](value, gate.threshold)
+        return Verdict(gate, value, gate.threshold, "pass" if ok else "fail",
+                       f"{standing.note}; no interval could be computed: decided on the value alone")
+    inside = [_OPS[gate.op](bound, gate.threshold) for bound in (low, high)]
+    fails = not any(inside) if gate.op != "==" else not low <= gate.threshold <= high
+    where = f"{standing.level:.0%} interval [{low:.4g}, {high:.4g}]"
+    if fails:
+        note = f"{standing.note}: {value:.4g}, {where}, wholly beyond the threshold"
+    elif all(inside):
+        note = f"{standing.note}: {value:.4g}, {where}, wholly within the threshold"
+    else:
+        note = (f"{standing.note}: {value:.4g}, {where} straddles {gate.threshold:g}: inconclusive, passed (an estimate "
+                "fails a gate only when its whole interval fails it; run the whole benchmark to decide)")
+    return Verdict(gate, value, gate.threshold, "fail" if fails else "pass", note)
 
 
 def load_baseline(path: Path) -> dict[str, dict[str, float]]:
@@ -210,7 +234,9 @@ def evaluate_regressions(
 
     A statistical limit (`alpha` set) is decided on the paired samples instead: `paired(bench)`
     returns that benchmark's `scoring.significance.PairedComparison`, or a string saying why there
-    is none (then the limit fails, saying so). A benchmark in `incomparable` (why, as a section says:
+    is none (then the limit fails, saying so). So is every limit on a value a section stands in for (an
+    estimate from a subset, `sections.stand_in`): a plain one fails only when the whole interval of the drop
+    (at the stand-in's level) exceeds it. A benchmark in `incomparable` (why, as a section says:
     `sections.incomparable`) is not compared: its limits are "not run", saying why.
     """
     verdicts: list[Verdict] = []
@@ -232,8 +258,11 @@ def evaluate_regressions(
                 missing = "baseline" if before is None else "this run"
                 verdicts.append(Verdict(gate, now, None, "fail", f"{bench}.{key} missing in {missing}"))
                 continue
-            if limit.alpha is not None:
-                verdicts.append(_statistical(gate, now, before, paired))
+            standing = sections.stand_in(current[bench], key)
+            if standing is not None and limit.alpha is None:
+                gate = Gate(gate.text, bench, key, max_drop=limit.max_drop, alpha=(1 - standing.level) / 2)
+            if limit.alpha is not None or standing is not None:
+                verdicts.append(_statistical(gate, standing.value if standing else now, before, paired))
                 continue
             floor = before - (limit.max_drop or 0.0)
             verdicts.append(Verdict(gate, now, floor, "pass" if now >= floor else "fail",

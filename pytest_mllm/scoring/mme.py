@@ -10,7 +10,29 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from pytest_mllm.record import Record
+from pytest_mllm.sample import Sample
 from pytest_mllm.scoring.metrics import CountScope, CountTwin, Scope, ScopeView, metric
+from pytest_mllm.scoring.parsers import OTHER
+from pytest_mllm.scoring.score import parser
+
+
+@parser("mme")
+def mme_official(response: str, sample: Sample | None = None) -> str:
+    """MME's official yes/no reading, quirks included.
+
+    Lowercase; an exact "yes"/"no" counts as is; otherwise the first four characters are
+    searched for "yes", then "no"; anything else is "other". So "nope" reads as no,
+    "yesterday" as yes, and "y" or " sure, yes" as other.
+    """
+    text = response.lower()
+    if text in ("yes", "no"):
+        return text
+    prefix = text[:4]
+    if "yes" in prefix:
+        return "yes"
+    if "no" in prefix:
+        return "no"
+    return OTHER
 
 
 def accuracy_plus(records: Sequence[Record]) -> float | None:

@@ -12,10 +12,12 @@ Benchmark score: the number of questions right, per question type, and in total 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from pytest_mllm.scoring.catalogue_templates import catalogue_template
 from pytest_mllm.scoring.metrics import Scope, ScopeView, metric
+from pytest_mllm.scoring.references import Scorer
+from pytest_mllm.scoring.score import scorer
 
 TEXT_RECOGNITION = ("Regular Text Recognition", "Irregular Text Recognition", "Artistic Text Recognition",
                     "Handwriting Recognition", "Digit String Recognition", "Non-Semantic Text Recognition")
@@ -60,3 +62,43 @@ catalogue_template(
     metrics=("accuracy", "ocrbench"), headline="ocrbench_score", loader_options={"task_column": "category"},
     groups={"text_recognition": TEXT_RECOGNITION},
     tasks={"Handwritten Mathematical Expression Recognition": {"parser": "ocrbench_hme"}})
+
+
+def ocrbench_answers(references: Sequence[str]) -> list[Any]:
+    """OCRBench's answers as its VLMEvalKit evaluation reads the cell: always `eval`-ed (here computed,
+    `scoring/list_cells.py`), a list's items as they are (the scorer stops at an item that is not text,
+    as the reference does), a text's characters; a cell it cannot read is this row's error."""
+    from pytest_mllm.scoring.list_cells import NotComputed, cell_value
+
+    if len(references) != 1:
+        return list(references)
+    try:
+        value = cell_value(references[0])
+    except NotComputed:
+        raise ValueError(f"answer cell {references[0]!r} is not a Python list literal; OCRBench's reference "
+                         "evaluates every answer cell and cannot score it either") from None
+    if not isinstance(value, (list, tuple, str)):
+        raise ValueError(f"answer cell {references[0]!r} reads as {value!r}, not a list of answers, which "
+                         "OCRBench's reference cannot score either")
+    return list(value)
+
+
+@scorer("ocrbench", threshold=1.0, cells=ocrbench_answers, out_of=1000)
+def _ocrbench(answer: str, references: Sequence[Any]) -> float:
+    return _first_match(ocrbench_match, answer, references)
+
+
+@scorer("ocrbench_hme", threshold=1.0, cells=ocrbench_answers)
+def _ocrbench_hme(answer: str, references: Sequence[Any]) -> float:
+    return _first_match(ocrbench_hme_match, answer, references)
+
+
+def _first_match(match: Scorer, answer: str, references: Sequence[Any]) -> float:
+    """OCRBench's loop: the answers in order, right at the first found; an answer that is not text,
+    reached before that, stops the reference (here: this row's error)."""
+    for reference in references:
+        if not isinstance(reference, str):
+            raise ValueError(f"answer {reference!r} is not text, which OCRBench's reference cannot score either")
+        if match(answer, [reference]):
+            return 1.0
+    return 0.0

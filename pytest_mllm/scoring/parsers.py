@@ -2,8 +2,8 @@
 
 Every parser maps (response, sample) to a normalized answer string; "other" means no
 answer could be read, which always scores as wrong. Each registers itself here with `@parser`
-(`scoring/score.py`); MMMU's, word matching's, VRPTEST's code reading and CC-OCR's register in their own
-modules (`mmmu.py`, `word_match.py`, `code_match.py`, `ccocr.py`).
+(`scoring/score.py`); MME's, POPE's, MMMU's, word matching's, VRPTEST's code reading and CC-OCR's register in
+their own modules (`mme.py`, `pope.py`, `mmmu.py`, `word_match.py`, `code_match.py`, `ccocr.py`).
 
 Parsers scored against the reference answers with a per-sample score in [0, 1] (LIME-M's
 subtask metrics, see `references.py`, where they register with `@scorer`) read the whole
@@ -15,7 +15,8 @@ response as given, as lmms-eval does, and are named after their metric:
 * ``caption_bleu4``: sentence BLEU-4 of a caption (COCO, TextCaps, NoCaps), correct at 0.2.
 
 The scorers of the bundled TextVQA, DocVQA, ChartQA and OCRBench specs (``textvqa_score``,
-``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``) read the whole response too, and
+``docvqa_anls``, ``chartqa_relaxed``, ``ocrbench``, ``ocrbench_hme``, each in the module of its name) read the
+whole response too, and
 a TSV answer cell holding a Python list literal as its items (their `@scorer(..., cells=…)`). ``yes_no_vlmevalkit`` is
 VLMEvalKit's yes/no reading (HallusionBench), in its words ("Yes", "No", "Unknown"), compared with the answer
 cell exactly.
@@ -34,25 +35,6 @@ OTHER = "other"
 UNREADABLE = "unreadable"  # the choice reading could not decide: scored wrong, never an error
 
 
-@parser("mme")
-def mme_official(response: str, sample: Sample | None = None) -> str:
-    """MME's official yes/no reading, quirks included.
-
-    Lowercase; an exact "yes"/"no" counts as is; otherwise the first four characters are
-    searched for "yes", then "no"; anything else is "other". So "nope" reads as no,
-    "yesterday" as yes, and "y" or " sure, yes" as other.
-    """
-    text = response.lower()
-    if text in ("yes", "no"):
-        return text
-    prefix = text[:4]
-    if "yes" in prefix:
-        return "yes"
-    if "no" in prefix:
-        return "no"
-    return OTHER
-
-
 _YES_WORDS = {"yes", "yeah", "yep", "true", "correct", "affirmative"}
 _NO_WORDS = {"no", "nope", "not", "false", "incorrect", "nah", "negative"}
 _WORD = re.compile(r"[a-z]+")
@@ -62,7 +44,7 @@ _WORD = re.compile(r"[a-z]+")
 def yes_no_lenient(response: str, sample: Sample | None = None) -> str:
     """A forgiving yes/no reading: the first yes-like or no-like word anywhere wins.
 
-    Not the official MME reading; choose it by name (`parser: yes_no_lenient`).
+    Not the official yes/no reading of any benchmark; choose it by name (`parser: yes_no_lenient`).
     """
     for word in _WORD.findall(response.lower()):
         if word in _YES_WORDS:
@@ -70,16 +52,6 @@ def yes_no_lenient(response: str, sample: Sample | None = None) -> str:
         if word in _NO_WORDS:
             return "no"
     return OTHER
-
-
-@parser("pope")
-def pope(response: str, sample: Sample | None = None) -> str:
-    """POPE's reading: in the first sentence, a "no"/"not" word means no, else yes."""
-    first = response.split(".")[0].replace(",", "")
-    words = first.split(" ")
-    if "No" in words or "no" in words or "not" in words:
-        return "no"
-    return "yes"
 
 
 @parser("yes_no_vlmevalkit", answer=as_given)

@@ -19,9 +19,21 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pytest_mllm.record import Record
+from pytest_mllm.sample import Sample
 from pytest_mllm.scoring.metrics import BenchmarkView, CountScope, CountTwin, Scope, ScopeView, metric
+from pytest_mllm.scoring.score import parser
 
 STOPS = "POPE's evaluate.py divides by zero there (ZeroDivisionError) and prints no score either"
+
+
+@parser("pope")
+def pope(response: str, sample: Sample | None = None) -> str:
+    """POPE's reading: in the first sentence, a "no"/"not" word means no, else yes."""
+    first = response.split(".")[0].replace(",", "")
+    words = first.split(" ")
+    if "No" in words or "no" in words or "not" in words:
+        return "no"
+    return "yes"
 
 
 def _counts(records: Sequence[Record]) -> tuple[int, int, int]:

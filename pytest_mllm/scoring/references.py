@@ -100,7 +100,6 @@ def levenshtein(a: str, b: str) -> int:
 
 
 @scorer("anls", threshold=1.0)
-@scorer("docvqa_anls", threshold=1.0, cells=answer_items)
 def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHOLD) -> float:
     """Average Normalised Levenshtein Similarity of one answer: the best over the references.
 
@@ -116,11 +115,6 @@ def anls(answer: str, references: Sequence[str], threshold: float = ANLS_THRESHO
         distance = levenshtein(_squash(reference), answer_norm) / length if length else 0.0
         best = max(best, 1.0 - distance)
     return best if best >= threshold else 0.0
-
-
-catalogue_template("vqa_anls", label="ANLS", parser="docvqa_anls", prompt=VQA_PROMPT, max_new_tokens=32,
-                   scored_by="ANLS against the closest answer, 0 below 0.5, per split (the tasks)",
-                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _squash(text: str) -> str:
@@ -163,12 +157,12 @@ _DIGIT_COMMA = re.compile(r"(?<=\d),+(?=\d)")
 # fail before a ".", so it removes every period not followed by a digit ...
 _PERIOD = re.compile(r"\.(?!\d)")
 _PERIOD_LIMIT = 32  # ... at most 32 of them: the reference passes re.UNICODE (32) as sub()'s count.
-_NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
                  "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
-_ARTICLES = {"a", "an", "the"}
+ARTICLES = {"a", "an", "the"}
 # Contractions written without apostrophes, restored. Only lowercase forms are listed: the
 # reference table's capitalised keys (Im, Ive, Id've) never match lowercased text.
-_CONTRACTIONS = dict(pair.split("=") for pair in """
+CONTRACTIONS = dict(pair.split("=") for pair in """
 aint=ain't arent=aren't cant=can't couldve=could've couldnt=couldn't couldn'tve=couldn't've
 couldnt've=couldn't've didnt=didn't doesnt=doesn't dont=don't hadnt=hadn't hadnt've=hadn't've
 hadn'tve=hadn't've hasnt=hasn't havent=haven't hed=he'd hed've=he'd've he'dve=he'd've hes=he's
@@ -211,8 +205,8 @@ def normalize_vqa_answer(text: str) -> str:
         touches = mark + " " in text or " " + mark in text
         out = out.replace(mark, "" if touches or _DIGIT_COMMA.search(text) else " ")
     out = _PERIOD.sub("", out, count=_PERIOD_LIMIT)
-    words = [_NUMBER_WORDS.get(w, w) for w in out.lower().split()]
-    return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
+    words = [NUMBER_WORDS.get(w, w) for w in out.lower().split()]
+    return " ".join(CONTRACTIONS.get(w, w) for w in words if w not in ARTICLES)
 
 
 @scorer("vqa_match", threshold=0.6)
@@ -242,7 +236,7 @@ def _tokenizer() -> Any:
     try:
         from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
     except ImportError:
-        raise ImportError("caption BLEU-4 needs sacrebleu: pip install sacrebleu (or pytest-mllm[vrp])") from None
+        raise ImportError("caption BLEU-4 needs sacrebleu: pip install sacrebleu") from None
     return Tokenizer13a()
 
 
@@ -273,8 +267,8 @@ def caption_bleu4(answer: str, references: Sequence[str]) -> float:
 
 # --------------------------------------------------------------------------- VLMEvalKit's VQA scoring
 
-# TextVQA_VAL, DocVQA_VAL and ChartQA_TEST as VLMEvalKit scores them (vlmeval/dataset/utils/vqa_eval.py),
-# and OCRBench as its own script does: each reads the whole response, not its first line.
+# VLMEvalKit's VQA reading (vlmeval/dataset/utils/vqa_eval.py); the bundled benchmarks' scorers that rely on
+# it register in their own modules (`textvqa.py`, `docvqa.py`, `chartqa.py`, `ocrbench.py`).
 _DIGIT_COMMA_DIGIT = re.compile(r"\d,\d")
 _LONE_PERIOD = re.compile(r"(?<!\d)\.(?!\d)")  # a period with no digit on either side
 
@@ -288,43 +282,6 @@ def vlmevalkit_punctuation(text: str) -> str:
         touches = mark + " " in text or " " + mark in text
         out = out.replace(mark, "" if touches or _DIGIT_COMMA_DIGIT.search(text) else " ")
     return _LONE_PERIOD.sub("", out, count=_PERIOD_LIMIT)
-
-
-def normalize_textvqa_answer(text: str) -> str:
-    """VLMEvalKit's TextVQA normalisation: newlines and tabs to spaces, strip, the punctuation step
-    above, then per lowercased word: number words to digits, articles dropped, contractions restored.
-    Unlike `normalize_vqa_answer`, nothing is lowercased or dropped before the punctuation step and a
-    period after a digit stays ("5." is not "5")."""
-    text = vlmevalkit_punctuation(text.replace("\n", " ").replace("\t", " ").strip())
-    words = [_NUMBER_WORDS.get(w, w) for w in text.lower().split()]
-    return " ".join(_CONTRACTIONS.get(w, w) for w in words if w not in _ARTICLES)
-
-
-@scorer("textvqa_score", threshold=0.6, cells=answer_items)
-def textvqa_score(answer: str, references: Sequence[str]) -> float:
-    """VQA accuracy as VLMEvalKit scores TextVQA: for each human answer, min(1, other humans giving
-    the prediction / 3), averaged. A single reference always scores 0 (it has no other humans)."""
-    mine = normalize_textvqa_answer(answer)
-    humans = [normalize_textvqa_answer(r) for r in references]
-    agreeing = sum(h == mine for h in humans)
-    shares = [Fraction(min(3, agreeing - (h == mine)), 3) for h in humans]
-    return float(sum(shares, Fraction(0)) / len(shares))
-
-
-catalogue_template("vqa_score", label="VQA accuracy", parser="textvqa_score", prompt=VQA_PROMPT, max_new_tokens=32,
-                   scored_by="VQA accuracy against the human answers (VLMEvalKit's normalisation), per split (the tasks)",
-                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
-
-
-@scorer("chartqa_relaxed", threshold=1.0, cells=printed_items)
-def chartqa_relaxed(answer: str, references: Sequence[str]) -> float:
-    """ChartQA's relaxed accuracy on the whole response, stripped (references as given)."""
-    return relaxed_accuracy(answer.strip(), references)
-
-
-catalogue_template("vqa_relaxed", label="relaxed accuracy", parser="chartqa_relaxed", prompt=VQA_PROMPT,
-                   max_new_tokens=32, scored_by="relaxed accuracy (5 % numeric tolerance), per split (the tasks)",
-                   metrics=("accuracy", "mean_score", "category"), headline="mean_score")
 
 
 def _exact_matches(answer: str, references: Sequence[str]) -> list[float]:
@@ -383,45 +340,3 @@ def list_literal(references: Sequence[str], *, text_items: bool = True) -> list[
     return [str(item) for item in value]
 
 
-def ocrbench_answers(references: Sequence[str]) -> list[Any]:
-    """OCRBench's answers as its VLMEvalKit evaluation reads the cell: always `eval`-ed (here computed,
-    `scoring/list_cells.py`), a list's items as they are (the scorer stops at an item that is not text,
-    as the reference does), a text's characters; a cell it cannot read is this row's error."""
-    from pytest_mllm.scoring.list_cells import NotComputed, cell_value
-
-    if len(references) != 1:
-        return list(references)
-    try:
-        value = cell_value(references[0])
-    except NotComputed:
-        raise ValueError(f"answer cell {references[0]!r} is not a Python list literal; OCRBench's reference "
-                         "evaluates every answer cell and cannot score it either") from None
-    if not isinstance(value, (list, tuple, str)):
-        raise ValueError(f"answer cell {references[0]!r} reads as {value!r}, not a list of answers, which "
-                         "OCRBench's reference cannot score either")
-    return list(value)
-
-
-@scorer("ocrbench", threshold=1.0, cells=ocrbench_answers)
-def _ocrbench(answer: str, references: Sequence[Any]) -> float:
-    from pytest_mllm.scoring.ocrbench import ocrbench_match
-
-    return _first_match(ocrbench_match, answer, references)
-
-
-@scorer("ocrbench_hme", threshold=1.0, cells=ocrbench_answers)
-def _ocrbench_hme(answer: str, references: Sequence[Any]) -> float:
-    from pytest_mllm.scoring.ocrbench import ocrbench_hme_match
-
-    return _first_match(ocrbench_hme_match, answer, references)
-
-
-def _first_match(match: Scorer, answer: str, references: Sequence[Any]) -> float:
-    """OCRBench's loop: the answers in order, right at the first found; an answer that is not text,
-    reached before that, stops the reference (here: this row's error)."""
-    for reference in references:
-        if not isinstance(reference, str):
-            raise ValueError(f"answer {reference!r} is not text, which OCRBench's reference cannot score either")
-        if match(answer, [reference]):
-            return 1.0
-    return 0.0

@@ -5,7 +5,7 @@ decides the verdict (`verdict`; by default the reading must equal the answer, an
 word matched until a judge rules). Each registers itself where it is defined, so this module names
 none:
 
-    @parser("mme")                              # scoring/parsers.py
+    @parser("mme")                              # scoring/mme.py
     def mme_official(response, sample=None): ...
 
     @scorer("anls", threshold=1.0)              # scoring/references.py: a per-sample score in [0, 1]
@@ -82,6 +82,7 @@ class ReferenceScore:
     threshold: float
     cells: Callable[[Sequence[str]], References] | None = None  # a TSV answer cell read as the reference reads it
     details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None  # more record fields from the answer
+    out_of: int | None = None  # a task's number is its right answers over this many, whatever its size (lmms-eval's)
 
     def __call__(self, answer: str, references: Sequence[str], *, from_list: bool = False) -> tuple[float, bool]:
         """(score, correct) of `answer`; `from_list`: the references are a list column's items (a parquet
@@ -131,11 +132,12 @@ def response_text(response: str, sample: Sample | None = None) -> str:
 
 
 def scorer(name: str, *, threshold: float, cells: Callable[[Sequence[str]], References] | None = None,
-           details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None) -> Callable[[Scorer], Scorer]:
+           details: Callable[[str, Sequence[str]], Mapping[str, Any]] | None = None,
+           out_of: int | None = None) -> Callable[[Scorer], Scorer]:
     """Register the decorated (answer, references) → [0, 1] function as parser `name`, scored against the
     references and right from `threshold` on; it reads the whole response (see `ReferenceScore`)."""
     def register(score: Scorer) -> Scorer:
-        rule = ReferenceScore(score, threshold, cells, details)
+        rule = ReferenceScore(score, threshold, cells, details, out_of)
         PARSERS.add(name, Parser(name, response_text, stripped, _reference_verdict(rule), rule), score.__module__)
         return score
 

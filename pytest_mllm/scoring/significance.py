@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from pytest_mllm.sections import paired as section_paired
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.uncertainty import (
     BOOTSTRAP_SAMPLES,
@@ -220,6 +221,9 @@ class BaselinePairing:
         records, setup = self.current[bench]
         if not records:
             return f"this run has no per-sample records of {bench!r} (a statistical limit compares samples)"
+        own = section_paired(base, records, setup)
+        if own is not None:
+            return own  # type: ignore[no-any-return]
         comparison = PairedComparison(base, records, setup)
         if not comparison.shared:
             return f"no sample of {bench!r} is in both runs (matched by id)"

@@ -4,8 +4,8 @@
   `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`), se = √(p(1−p)/n).
 - Everything else (accuracy+, MME scores, POPE's F1/precision/recall, circular accuracy, VRP
   figures, …): a seeded percentile bootstrap over the benchmark's own *unit*, stratified by task.
-  A unit is the set of records that share a `pair_group` (MME's two questions per image), a
-  `circular_group` (MMBench's circular passes), a VRP variant's `source`, or an image within a task;
+  A unit is the set of records that share a `pair_group` (MME's two questions per image, MMBench's
+  circular passes of a question), a VRP variant's `source`, or an image within a task;
   units are resampled, never single questions. A record whose image has no name (inline base64, as
   in POPE.tsv: every such image reads "<base64>") is a unit of its own. Each resample is scored by
   the registered metric functions themselves (`scoring.metrics.benchmark_metrics` + `gates.flatten`),
@@ -79,10 +79,10 @@ class MetricSetup:
 
 
 def unit_of(record: Record) -> str:
-    """The unit a bootstrap resamples: pair group, circular group, VRP source, or image within its task."""
-    for key in ("pair_group", "circular_group"):
-        if value := record.get(key):
-            return f"{key}:{value}"
+    """The unit a bootstrap resamples: pair group (an image's questions, a question's rotated passes), VRP source,
+    or image within its task."""
+    if pair_group := record.get("pair_group"):
+        return f"pair_group:{pair_group}"
     variant = record.get("variant")  # VRP's part
     if isinstance(variant, Mapping) and variant.get("source"):
         return f"source:{variant['source']}"
@@ -106,9 +106,8 @@ def renamed(record: Record, copy: int) -> Record:
     head, sep, last = record["id"].rpartition("::")
     # the suffix goes before the id's last part, which metrics may read (MMBench's circular pass index)
     out: dict[str, Any] = {**record, "id": f"{head}{suffix}{sep}{last}" if sep else f"{last}{suffix}"}
-    for key in ("pair_group", "circular_group"):
-        if out.get(key):
-            out[key] = f"{out[key]}{suffix}"
+    if out.get("pair_group"):
+        out["pair_group"] = f"{out['pair_group']}{suffix}"
     if isinstance(out.get("variant"), dict) and out["variant"].get("source"):
         out["variant"] = {**out["variant"], "source": f"{out['variant']['source']}{suffix}"}
     return out  # type: ignore[return-value]

@@ -9,7 +9,7 @@ interrupted run keeps what it finished and replays the rest from the cache.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,14 @@ class OptimizationRun:
     # -- as the evaluation core's task job (`evaluation.TaskJob`): one test per task ----------------
 
     name = "optimize"  # the tests: <benchmark>::optimize::<task>
+    title = "TP-Eval"
+    calls = ("optimizer", "scorer")  # the optimizer's calls, the model's answers
+
+    def calls_text(self, counts: Mapping[str, int], bar: bool = False) -> str:
+        """The calls made so far, in words."""
+        if bar:
+            return f"optimizer calls {counts['optimizer']} · model answers {counts['scorer']}"
+        return f"calls made: optimizer {counts['optimizer']}, model {counts['scorer']}"
 
     @property
     def steps(self) -> int:

@@ -3,7 +3,8 @@ radar chart (terminal, HTML, `--mllm-vrp-radar`), and the variant each record wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,25 @@ from pytest_mllm.sections import HtmlPage, HtmlPart, OutputFile, Section, percen
 from pytest_mllm.vrp.metrics import VARIANT
 
 _RELATION = ("consistency", "relation_holds", "sensitivity")
+MAX_EXAMPLES = 1 << 20
+
+
+@dataclass(frozen=True)
+class VrpSettings:
+    """A run's variant settings: --mllm-vrp (None: each spec's `variants`) and --mllm-vrp-examples."""
+
+    mode: str | None = None
+    examples: int = 8  # variants drawn per source in property mode
+
+    def describe(self) -> dict[str, Any]:
+        return {}  # the variants are in every record
+
+    def inputs(self) -> dict[str, Path | None]:
+        return {}
+
+    def mode_of(self, spec: Any) -> str:
+        """How variants apply to a benchmark: the run's setting, else its spec's `variants`."""
+        return self.mode or spec.variants
 
 
 class VrpSection(Section):
@@ -18,8 +38,54 @@ class VrpSection(Section):
     metrics = ("vrp",)
     gate_values = _RELATION
     gate_patterns = (r"vrp\.(?:level|axis)\.[^.]+\.accuracy",)
-    outputs = (OutputFile("--mllm-vrp-radar"),)
+    outputs = (OutputFile("--mllm-vrp-radar", suffix=".png"),)
     record_parts = (VARIANT,)
+
+    def read_options(self, option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> VrpSettings:
+        """--mllm-vrp and --mllm-vrp-examples (at least 1)."""
+        examples = option("mllm_vrp_examples")
+        if examples < 1:
+            raise ValueError(f"--mllm-vrp-examples must be at least 1, got {examples}")
+        if examples > MAX_EXAMPLES:
+            raise ValueError(f"--mllm-vrp-examples must be at most {MAX_EXAMPLES}, got {examples}")
+        return VrpSettings(option("mllm_vrp"), examples)
+
+    def expand(self, settings: VrpSettings | None, spec: Any, samples: list[Any]) -> list[Any]:
+        """Every sample's variants in grid and full mode (`vrp/expand.py`); the sources in property mode."""
+        mode = (settings or VrpSettings()).mode_of(spec)
+        if mode == "none":
+            return samples
+        from pytest_mllm.vrp.expand import with_variants
+
+        return with_variants(samples, mode)
+
+    def sample_check(self, settings: VrpSettings | None, spec: Any, run: Any) -> Callable[..., None] | None:
+        """Property mode: drawn variants of each source must keep the metamorphic relation."""
+        settings = settings or VrpSettings()
+        if settings.mode_of(spec) != "property":
+            return None
+        from pytest_mllm.vrp.property import check_relation
+
+        def check(sample: Any, answer: Any, keep: Callable[[list[Any]], None]) -> None:
+            check_relation(sample, spec, answer, examples=settings.examples, keep=keep, max_pixels=run.max_pixels,
+                           failures=run.cache_path.parent / "vrp_failures")
+
+        return check
+
+    def fills(self, spec: Any) -> bool:
+        """A benchmark asked with variants, or the generated scenes."""
+        return bool(spec.variants != "none" or spec.loader == "vrp_shapes")
+
+    def sample_unit(self, sample: Any) -> str | None:
+        """A variant's unit: its pair group less the variant (the pair of questions on one source image), else
+        its source image."""
+        vrp = sample.metadata.get("vrp") if isinstance(sample.metadata, dict) else None
+        if not isinstance(vrp, dict):
+            return None
+        group, suffix = sample.pair_group, f"::{vrp.get('variant')}"
+        if group:
+            return f"pair:{group.removesuffix(suffix) if vrp.get('variant') else group}"
+        return f"source:{vrp['source']}" if vrp.get("source") else None
 
     def flat(self, part: Mapping[str, Any]) -> dict[str, float]:
         """The relation's values, then `vrp.level.<level>.accuracy` and `vrp.axis.<axis>.accuracy`."""

@@ -168,7 +168,7 @@ def test_answers_from_the_cache_are_counted(pytester: pytest.Pytester) -> None:
 
 
 def test_markers_and_the_list_name_every_bundled_benchmark(pytester: pytest.Pytester) -> None:
-    from pytest_mllm.engine.spec import ALIASES, bundled_specs, load_spec
+    from pytest_mllm.engine.spec import all_aliases, bundled_specs, load_spec
 
     markers = pytester.runpytest("-p", "no:cacheprovider", "--markers").stdout.str()
     for marker in ("shapes", "mme", "mmbench", "pope", "perception", "existence", "cognition", "OCR"):
@@ -180,7 +180,7 @@ def test_markers_and_the_list_name_every_bundled_benchmark(pytester: pytest.Pyte
     text = listed.stdout.str()
     for name, path in bundled_specs().items():
         assert re.search(rf"^{name}( \[[^\]]*\])?: {load_spec(path).name}", text, re.MULTILINE), name
-    for alias, name in ALIASES.items():
+    for alias, name in all_aliases().items():
         assert re.search(rf"^{name} \[[^\]]*\b{re.escape(alias)}\b", text, re.MULTILINE), alias
     assert ("  gate paths: mme.<metric>; mme.<task or group> (its score); mme.<task or group>.<metric>; "
             "metrics: accuracy, accuracy_plus, count, errors, score") in text

@@ -2,7 +2,7 @@
 its tiny model checked as `family_check.py` does, or its refusal checked on a folder of its config.
 
 Slow (over a hundred plugin runs): deselected unless `--family-sweep` is given. `scripts/family_sweep.py`
-runs it, prints one line per family and writes `docs/family_sweep.json`, from which README's family
+runs it, prints one line per family and writes `docs/family_sweep.json`, from which docs/reference.md's family
 table is generated. Each outcome goes to $PYTEST_MLLM_FAMILY_RESULTS/<model_type>.json when that is set.
 A family whose tiny model needs a package that is not installed (torchvision, timm) is skipped, saying so.
 """

@@ -2,7 +2,7 @@
 
 The thresholds sit a little below what the shipped checkpoints score (measured with
 `pytest --mllm=shapes-llava@stageK --mllm-bench=shapes --mllm-json=out.json`; the numbers are
-in each stage's card.json and in the README's "Trained demo models" table).
+in each stage's card.json and in docs/reference.md's "Trained demo models" table).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ LAYERS = (
     "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
     "vrp", "tpeval", "report", "curation",  # the methods and the outputs
+    "estimate",  # full scores estimated from a subset: reads panels' results, draws, gates on intervals
     "evaluation", "conclusion",  # the pytest-free core: a run's answers, and its end
     "pytest_compat", "harness", "plugin",  # pytest: its internals in one module, the harness, the entry point
 )
@@ -201,6 +202,7 @@ def test_a_submodule_is_imported_by_its_full_name() -> None:
 def registries() -> dict[str, Any]:
     """Each registry of the package, by the module that holds it (where its decorators are defined)."""
     from pytest_mllm.engine.spec import LOADERS
+    from pytest_mllm.loaders import RESULTS_FOLDERS
     from pytest_mllm.models.ref import MODEL_KINDS
     from pytest_mllm.scoring.metrics import METRICS
     from pytest_mllm.scoring.catalogue_templates import TEMPLATES
@@ -209,7 +211,8 @@ def registries() -> dict[str, Any]:
 
     return {"pytest_mllm.engine.spec": LOADERS, "pytest_mllm.scoring.score": PARSERS,
             "pytest_mllm.scoring.metrics": METRICS, "pytest_mllm.models.ref": MODEL_KINDS,
-            "pytest_mllm.sections": SECTIONS, "pytest_mllm.scoring.catalogue_templates": TEMPLATES}
+            "pytest_mllm.sections": SECTIONS, "pytest_mllm.scoring.catalogue_templates": TEMPLATES,
+            "pytest_mllm.loaders": RESULTS_FOLDERS}
 
 
 def test_each_entry_is_registered_by_the_module_the_index_names_which_imports_its_registry() -> None:

@@ -53,7 +53,8 @@ NAMES: dict[str, str] = {
 OWNERS: dict[str, tuple[str, ...]] = {
     "vrp": ("pytest_mllm.scoring.code_match",),  # VRPTEST's relaxed accuracy for code answers
     "lime": ("pytest_mllm.curation",),  # LIME-M's curation
-    "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation"),  # word matching; LIME-M's judge panel
+    "judge": ("pytest_mllm.scoring.word_match", "pytest_mllm.curation",  # word matching; LIME-M's judge panel
+              "pytest_mllm.loaders.tiny_lvlm_ehub"),  # its samples' human labels, the judge's agreement study
     "tiny_lvlm_ehub": ("pytest_mllm.judge", "pytest_mllm.scoring.word_match"),
     "mmbench": ("pytest_mllm.scoring.circular", "pytest_mllm.scoring.circular_section"),  # its CircularEval
     "mmt": ("pytest_mllm.scoring.category_mean",),  # MMT-Bench's report: meta-tasks as the mean of their subtasks
@@ -64,29 +65,14 @@ OWNERS: dict[str, tuple[str, ...]] = {
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
     "pytest_mllm.engine.catalogue": "judge",
-    "pytest_mllm.engine.output_paths": "vrp",
-    "pytest_mllm.engine.spec": "ai2d chartqa docvqa hallusionbench lime mmbench mme mmmu mmstar mmt ocrbench "
-                               "pope realworldqa scienceqa seedbench textvqa vrp",
-    "pytest_mllm.evaluation": "judge tpeval vrp",
-    "pytest_mllm.harness.hooks": "tpeval",
-    "pytest_mllm.harness.listing": "vrp",
-    "pytest_mllm.harness.options": "judge tpeval vrp",
-    "pytest_mllm.harness.progress": "tpeval",
-    "pytest_mllm.harness.setup": "tpeval",
-    "pytest_mllm.harness.shard": "vrp",
-    "pytest_mllm.loaders": "mme",
-    "pytest_mllm.loaders.parquet": "mmmu",
-    "pytest_mllm.loaders.tsv": "circular mmmu",
-    "pytest_mllm.loaders.vqa": "docvqa judge pope scienceqa textvqa tiny_lvlm_ehub",
-    "pytest_mllm.models.registry": "mme",
-    "pytest_mllm.models.replay": "mme",
-    "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",  # the options' declarations and help
+    "pytest_mllm.evaluation": "judge tpeval",
+    "pytest_mllm.harness.options": "judge tpeval",
+    # Every option is declared in plugin.py, which imports nothing else of the package (it runs in every pytest
+    # run: tests/plugin/test_inert.py), so a method's options (--mllm-judge*, --mllm-optimize*, --mllm-tp-*,
+    # --mllm-vrp*, --mllm-mme-results) and the help's examples ('mme.perception>=1400') keep their names there.
+    "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
-    "pytest_mllm.scoring.lime_score": "ocrbench",
-    "pytest_mllm.scoring.parsers": "mme pope",
-    "pytest_mllm.scoring.references": "chartqa docvqa ocrbench textvqa vrp",
     "pytest_mllm.scoring.score": "judge",
-    "pytest_mllm.scoring.uncertainty": "circular",
 }
 
 

@@ -1,4 +1,4 @@
-"""README's family table is the one generated from the sweep's recorded results (docs/family_sweep.json)
+"""The reference's family table (docs/reference.md) is the one generated from the sweep's recorded results (docs/family_sweep.json)
 and the families' conventions; the results cover every family of transformers' mapping."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "docs" / "family_sweep.json"
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
+def test_the_reference_table_is_the_generated_one() -> None:
     pytest.importorskip("transformers")  # the conventions' module is read through the package
     expected = family_table(load_results(RESULTS))
-    assert current_table((REPO / "README.md").read_text()) == expected, (
-        "README's family table is stale: run `python scripts/family_sweep.py --table` (or the sweep with --write)")
+    assert current_table((REPO / "docs" / "reference.md").read_text()) == expected, (
+        "docs/reference.md's family table is stale: run `python scripts/family_sweep.py --table` (or the sweep with --write)")
 
 
 def test_the_results_cover_every_family_of_the_mapping_each_with_a_known_status() -> None:

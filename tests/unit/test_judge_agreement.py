@@ -12,7 +12,7 @@ import pytest
 from pytest_mllm.engine.chat import ChatResult, EndpointError, EndpointUnreachable
 from pytest_mllm.engine.spec import BenchmarkSpec
 from pytest_mllm.judge import PROMPTS, Judge, JudgeItem, agreement, cohen_kappa, word_match
-from pytest_mllm.loaders.vqa import load_vqa
+from pytest_mllm.loaders.tiny_lvlm_ehub import load_vqa
 from pytest_mllm.sample import Sample
 
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_mllm.engine.images import load_image
-from pytest_mllm.engine.spec import BenchmarkSpec, SpecError
-from pytest_mllm.loaders.vqa import TINY_LVLM_GROUPS, capability_group, legacy_numpy_choice, load_vqa
+from pytest_mllm.engine.spec import BenchmarkSpec, SpecError, bundled_specs, load_spec
+from pytest_mllm.loaders.tiny_lvlm_ehub import legacy_numpy_choice, load_vqa
 from pytest_mllm.sample import BadSample, Sample
 
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "judge" / "vqa_mini"
@@ -188,10 +188,15 @@ def test_unusable_files_are_spec_errors(tmp_path: Path) -> None:
 
 
 def test_capability_groups() -> None:
-    assert set(TINY_LVLM_GROUPS) == {"visual_perception", "visual_knowledge_acquisition", "visual_reasoning",
-                                     "visual_commonsense", "object_hallucination"}
-    names = [n for members in TINY_LVLM_GROUPS.values() for n in members]
+    groups = load_spec(bundled_specs()["tiny_lvlm_ehub"]).groups  # the authors' five groups, in the spec's groups
+    assert set(groups) == {"visual_perception", "visual_knowledge_acquisition", "visual_reasoning",
+                           "visual_commonsense", "object_hallucination"}
+    names = [n for members in groups.values() for n in members]
     assert len(names) == len(set(names))  # no dataset in two groups
+
+    def capability_group(dataset: str) -> str | None:
+        return next((group for group, members in groups.items() if dataset in members), None)
+
     assert capability_group("ImageNet") == "visual_perception"
     assert capability_group("SROIE") == "visual_knowledge_acquisition"
     assert capability_group("GQA") == capability_group("ScienceQAIMG") == "visual_reasoning"

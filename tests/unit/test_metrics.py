@@ -24,7 +24,8 @@ def test_all_errors_leave_no_accuracy() -> None:
 
 
 def test_known_metrics_are_the_declarable_registered_names() -> None:
-    assert set(known_metrics()) == {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
+    # among them (a metric added is one module: the architecture test holds the index and the registrations equal)
+    assert set(known_metrics()) >= {"accuracy", "accuracy_plus", "mme_score", "pope", "category", "vrp", "judge",
                                   "mean_score", "circular", "mmmu", "category_mean", "ocrbench", "hallusionbench",
                                   "captions", "ocrbench_accuracy", "lime_score", "cider", "ocr_f1", "mathvista",
                                   "llavabench"}

@@ -155,7 +155,7 @@ def test_rows_mmmus_script_cannot_score_or_never_reads_are_errors_saying_so(name
     never_read = {row["id"] for row in expected["rows"] if row["judge"] is None}
     assert set(errors) == set(expected["left_out"]) | never_read
     for source_id in expected["left_out"]:
-        assert "'multiple-choice' but the row has no options; MMMU's evaluation cannot score it either" \
+        assert "'multiple-choice' but the row has no options; the reference's evaluation cannot score it either" \
             in errors[source_id]
     assert expected["folders_never_read"] == (["Math "] if name == "mmmu_tsv" else [])
     for source_id in never_read:

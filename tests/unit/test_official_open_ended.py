@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mllm.loaders.vqa import legacy_numpy_choice
+from pytest_mllm.loaders.tiny_lvlm_ehub import legacy_numpy_choice
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.metrics import scope_metrics
 from pytest_mllm.report.results import BenchmarkResult

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.parsers import (OTHER, UNREADABLE, mme_official, multiple_choice,
-                                         multiple_choice_lenient, pope, yes_no_lenient)
+from pytest_mllm.scoring.mme import mme_official
+from pytest_mllm.scoring.parsers import OTHER, UNREADABLE, multiple_choice, multiple_choice_lenient, yes_no_lenient
+from pytest_mllm.scoring.pope import pope
 from pytest_mllm.scoring.score import get_parser
 
 

@@ -15,7 +15,7 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.record import new_record
 from pytest_mllm.sample import Sample
 from pytest_mllm.scoring.metrics import benchmark_metrics
-from pytest_mllm.scoring.parsers import pope
+from pytest_mllm.scoring.pope import pope
 from pytest_mllm.scoring.score import normalize_answer
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "pope_splits"

@@ -217,6 +217,31 @@ def test_a_section_names_only_registered_metrics() -> None:
         assert section.metrics or not (section.columns or section.gate_values), section.name  # whose values?
 
 
+def test_a_number_column_is_shown_as_it_is_not_in_percent(tmp_path: Path) -> None:
+    """A section's column in another unit than a rate ("number": a length, a count) is not scaled to %."""
+    from pytest_mllm.report.results import compute_results
+    from pytest_mllm.report.terminal import benchmark_tables, render
+
+    registries = (metrics.METRICS, sections.SECTIONS)
+    before = [set(registry.names()) for registry in registries]
+    metrics.register(Metric("reply_length", lambda view: {"reply_chars": 2.5} if view.scored else {},
+                            keys=("reply_chars",)))
+    sections.all_sections()
+    try:
+        sections.register_section("reply_length", Section(metrics=("reply_length",),
+                                                          columns=(Column("reply_chars", "chars", unit="number"),)))
+        spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl", metrics=("accuracy", "reply_length"))
+        sample = Sample(id="t::0", benchmark="b", task="t", question="q", answer="yes")
+        record = sample_record(sample, spec, "q")
+        record.update(status=status_of(True), correct=True, order=0)
+        text = render(benchmark_tables(compute_results({"b": spec}, [record])["b"]), 200, False)
+        assert "chars" in text and "2.50" in text and "250.00" not in text
+    finally:
+        for registry, names in zip(registries, before):
+            for name in set(registry.names()) - names:
+                registry.remove(name)
+
+
 class _Echo:
     """A model answering each request with its prompt's last word."""
 

@@ -16,7 +16,8 @@ from pytest_mllm.scoring.hallusionbench import scope_hallusionbench
 from pytest_mllm.scoring.metrics import ScopeView
 from pytest_mllm.scoring.ocrbench import ocrbench_hme_match, ocrbench_match
 from pytest_mllm.scoring.parsers import yes_no_vlmevalkit
-from pytest_mllm.scoring.references import list_literal, normalize_textvqa_answer, normalize_vqa_answer
+from pytest_mllm.scoring.references import list_literal, normalize_vqa_answer
+from pytest_mllm.scoring.textvqa import normalize_textvqa_answer
 from pytest_mllm.scoring.score import get_parser, score_answer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vqa_benchmarks"

@@ -46,30 +46,6 @@ _FIELDS = {"question_id", "id", "image", "image_path", "question", "answers", "a
            "dataset", "task", "category", "human_label", "metadata"}
 _OPTIONS = {"per_dataset", "seed", "picks"}
 
-# Tiny LVLM-eHub's capability groups and their datasets, by the names of the authors' code
-# (tiny_lvlm_evaluation/task_datasets/__init__.py; "ScienceQAIMG" and "WHOOPSVQA" are the
-# names its CEE scripts use). The sixth group, embodied intelligence, is judged by people
-# and left out. Uncertain: the paper counts 42 datasets where the code lists these 41, and
-# the paper's tables also name image captioning (NoCaps, Flickr30K, WHOOPS captions) under
-# knowledge acquisition, which the tiny split's code does not sample; those are not mapped.
-TINY_LVLM_GROUPS: dict[str, tuple[str, ...]] = {
-    "visual_perception": ("ImageNet", "CIFAR10", "OxfordIIITPet", "Flowers102",
-                          "VCR1_OC", "VCR1_MCI", "MSCOCO_OC", "MSCOCO_MCI"),
-    "visual_knowledge_acquisition": ("IIIT5K", "IC13", "IC15", "Total-Text", "CUTE80", "SVT", "SVTP",
-                                     "COCO-Text", "WordArt", "CTW", "HOST", "WOST", "SROIE", "FUNSD"),
-    "visual_reasoning": ("DocVQA", "TextVQA", "STVQA", "OCRVQA", "OKVQA", "GQA", "IconQA", "VSR",
-                         "WHOOPS", "WHOOPSVQA", "ScienceQA", "ScienceQAIMG", "VizWiz"),
-    "visual_commonsense": ("ImageNetVC_color", "ImageNetVC_shape", "ImageNetVC_material",
-                           "ImageNetVC_component", "ImageNetVC_others"),
-    "object_hallucination": ("MSCOCO_pope_random", "MSCOCO_pope_popular", "MSCOCO_pope_adversarial"),
-}
-
-
-def capability_group(dataset: str) -> str | None:
-    """The Tiny LVLM-eHub capability group of a dataset name, or None when not known."""
-    return next((group for group, names in TINY_LVLM_GROUPS.items() if dataset in names), None)
-
-
 @loader("vqa", about="Tiny LVLM-eHub JSON", data_file="", options={"per_dataset": "", "seed": "", "picks": ""})
 def load_vqa(spec: BenchmarkSpec, root: Path | None) -> list[Sample | BadSample]:
     """Samples of the JSON list `data.file` (relative to the data root), subsampled per task if asked."""
