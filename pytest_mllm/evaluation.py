@@ -269,7 +269,7 @@ class Evaluation:
         --mllm-estimate, the subset drawn of them (`estimate.plan`; a SpecError when the panel cannot draw it)."""
         samples = load_samples(spec, self.data_root(spec))
         self._rows[spec.name] = samples
-        expanded = list(samples)
+        expanded: list[AnySample] = list(samples)
         for section in all_sections():
             expanded = section.expand(self.settings.sections.get(section.name), spec, expanded)
         return self._subset(spec, expanded) if self.settings.estimate is not None else expanded

@@ -162,7 +162,7 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None, only
                 whole = PairedComparison(full[base].records, full[head].records, full[head].setup)
                 for name, limit in limits.items():
                     verdicts = evaluate_regressions([parse_max_drop(limit.format(b=bench))], {bench: full[head].metrics},
-                                                    baseline, {bench: spec.headline}, lambda _: whole)
+                                                    baseline, {bench: spec.headline}, lambda _, whole=whole: whole)
                     full_fails[name] += verdicts[0].verdict == "fail"
                 for seed in range(seeds):
                     settings = EstimateSettings(size, panel, STRATIFIED, seed)
@@ -172,8 +172,8 @@ def regression(records: Path, seeds: int, size_text: str, out: Path | None, only
                     result = compute_results({bench: spec}, subset)[bench]
                     drops.append(headline[base] - result.metrics[f"estimate.{spec.headline}"])
 
-                    def paired(_: str, result: Any = result, base: str = base) -> Any:
-                        return section_paired(members[base].records, result.records, result.setup)
+                    def paired(_: str, result: Any = result, base_member: Member = members[base]) -> Any:
+                        return section_paired(base_member.records, result.records, result.setup)
 
                     for name, limit in limits.items():
                         verdicts = evaluate_regressions([parse_max_drop(limit.format(b=bench))], {bench: result.metrics},

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 STRATIFIED, RANDOM = "stratified", "random"
@@ -158,7 +158,7 @@ def draw(found: Sequence[Stratum], seed: int) -> dict[str, Draw]:
     rng = np.random.default_rng(seed)
     drawn: dict[str, Draw] = {}
     for stratum in found:
-        picks = rng.choice(len(stratum.units), size=stratum.draws, replace=False) if stratum.draws else []
+        picks: Iterable[int] = rng.choice(len(stratum.units), size=stratum.draws, replace=False) if stratum.draws else []
         for k in sorted(int(p) for p in picks):
             drawn[stratum.units[k]] = Draw(stratum.name, len(stratum.units), stratum.draws)
     return drawn

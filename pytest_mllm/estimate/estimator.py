@@ -174,7 +174,7 @@ def design_rows(strata: Sequence[str | None], population: Mapping[str, int]) -> 
         return base[None, :]
     code = {group: n for n, group in enumerate(size)}
     codes = np.array([code[g] if g is not None else -1 for g in of_unit])
-    m = np.array([size[of_unit[j]] for j in left_out], dtype=float)
+    m = np.array([size[group] for j in left_out if (group := of_unit[j]) is not None], dtype=np.float64)
     in_group = codes[None, :] == codes[left_out][:, None]  # each row: the left-out unit's group
     rows = base[None, :] * np.where(in_group, (m / (m - 1))[:, None], 1.0)
     rows[np.arange(len(left_out)), left_out] = 0.0
@@ -194,8 +194,8 @@ def jackknife(values: Any, strata: Sequence[str | None], population: Mapping[str
     of_unit = [groups[s] if s is not None else None for s in strata]
     size = _run(of_unit)
     in_group: dict[str, int] = {}
-    for stratum, group in groups.items():
-        in_group[group] = in_group.get(group, 0) + population[stratum]
+    for stratum, name in groups.items():
+        in_group[name] = in_group.get(name, 0) + population[stratum]
     by_group: dict[str, list[float]] = {}
     at = 1
     for group in of_unit:

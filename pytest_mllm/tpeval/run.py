@@ -91,7 +91,7 @@ class OptimizationRun:
 
     name = "optimize"  # the tests: <benchmark>::optimize::<task>
     title = "TP-Eval"
-    calls = ("optimizer", "scorer")  # the optimizer's calls, the model's answers
+    calls: tuple[str, ...] = ("optimizer", "scorer")  # the optimizer's calls, the model's answers
 
     def calls_text(self, counts: Mapping[str, int], bar: bool = False) -> str:
         """The calls made so far, in words."""
