@@ -23,6 +23,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
 
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A loopback HTTP server answering with `handler` on a thread while the block runs; yields its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @dataclass
 class FileServer:
     """Files served from memory on 127.0.0.1; every request is logged as (method, path, Range header)."""
@@ -43,15 +56,8 @@ class FileServer:
 
     @contextmanager
     def running(self) -> Iterator[FileServer]:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _file_handler(self))
-        self.port = server.server_address[1]
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with _serving(_file_handler(self)) as self.port:
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
 
 
 def _file_handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
@@ -137,15 +143,8 @@ class HubStandIn:
 
     @contextmanager
     def running(self) -> Iterator[HubStandIn]:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _hub_handler(self))
-        self.port = server.server_address[1]
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with _serving(_hub_handler(self)) as self.port:
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
 
 
 def _hub_handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
