@@ -178,25 +178,25 @@ def evaluate_gate(gate: Gate, metrics: Mapping[str, Mapping[str, float]],
 
 
 def _on_interval(gate: Gate, standing: sections.StandIn) -> Verdict:
-    """A threshold gate on a value a section stands in with (an estimate): it fails only when the whole
-    interval lies on the failing side; one straddling the threshold passes, saying so."""
+    """A threshold gate on a value a section stands in with (an estimate): it passes only when the whole interval
+    lies on the passing side. An interval straddling the threshold, or a value with no interval (the subset's own,
+    not an estimate), does not pass: the run cannot tell, and the verdict says to run the whole benchmark."""
     value, low, high = standing.value, standing.low, standing.high
     if low is None or high is None:
-        ok = _OPS[gate.op](value, gate.threshold)
-        return Verdict(gate, value, gate.threshold, "pass" if ok else "fail",
-                       f"{standing.note}; no interval could be computed: decided on the value alone")
+        if not _OPS[gate.op](value, gate.threshold):
+            return Verdict(gate, value, gate.threshold, "fail", f"{standing.note}; no interval: decided on the value alone")
+        why = f"not passed: {standing.note}, with no interval (run the whole benchmark to decide)"
+        return Verdict(gate, value, gate.threshold, "fail", why, withheld=why)
     inside = [_OPS[gate.op](bound, gate.threshold) for bound in (low, high)]
     fails = not any(inside) if gate.op != "==" else not low <= gate.threshold <= high
     where = f"{standing.level:.0%} interval [{low:.4g}, {high:.4g}]"
     if fails:
-        note = f"{standing.note}: {value:.4g}, {where}, wholly beyond the threshold"
-    elif all(inside):
-        note = f"{standing.note}: {value:.4g}, {where}, wholly within the threshold"
-    else:
-        note = (f"{standing.note}: {value:.4g}, {where} straddles {gate.threshold:g}: inconclusive, passed (an estimate "
-                "fails a gate only when its whole interval fails it; run the whole benchmark to decide)")
-    return Verdict(gate, value, gate.threshold, "fail" if fails else "pass", note)
-
+        return Verdict(gate, value, gate.threshold, "fail", f"{standing.note}: {value:.4g}, {where}, wholly beyond the threshold")
+    if all(inside) and gate.op != "==":
+        return Verdict(gate, value, gate.threshold, "pass", f"{standing.note}: {value:.4g}, {where}, wholly within the threshold")
+    why = (f"not passed: {standing.note}: {value:.4g}, {where} straddles {gate.threshold:g}: inconclusive "
+           "(run the whole benchmark to decide)")
+    return Verdict(gate, value, gate.threshold, "fail", why, withheld=why)
 
 def load_baseline(path: Path) -> dict[str, dict[str, float]]:
     """{benchmark: flat metrics} from an earlier `--mllm-json` file; a metric that is not a finite number

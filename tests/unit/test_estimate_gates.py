@@ -26,13 +26,13 @@ def _flat(value: float, low: float, high: float, measured: float = 0.5) -> dict[
 
 @pytest.mark.parametrize(("gate", "verdict", "says"), [
     ("b.accuracy>=0.90", "fail", "wholly beyond the threshold"),
-    ("b.accuracy>=0.80", "pass", "straddles 0.8: inconclusive"),
+    ("b.accuracy>=0.80", "fail", "straddles 0.8: inconclusive"),
     ("b.accuracy>=0.70", "pass", "wholly within the threshold"),
     ("b.accuracy<=0.75", "fail", "wholly beyond"),
-    ("b.accuracy==0.80", "pass", "straddles"),
+    ("b.accuracy==0.80", "fail", "straddles"),
     ("b.accuracy==0.95", "fail", "wholly beyond"),
 ])
-def test_a_gate_on_an_estimate_fails_only_when_its_whole_interval_fails(gate: str, verdict: str, says: str) -> None:
+def test_a_gate_on_an_estimate_passes_only_when_its_whole_interval_passes(gate: str, verdict: str, says: str) -> None:
     found = evaluate_gate(parse_gate(gate), {"b": _flat(0.8, 0.76, 0.84)})
     assert found.verdict == verdict and says in found.note
     assert found.value == 0.8  # the estimate, not the subset's own 0.5
@@ -44,10 +44,11 @@ def test_a_gate_on_a_full_run_is_untouched() -> None:
     assert (found.verdict, found.note) == ("fail", "")
 
 
-def test_a_value_a_subset_does_not_estimate_says_it_is_the_subset_s() -> None:
+def test_a_value_a_subset_does_not_estimate_is_the_subset_s_and_never_passes() -> None:
     flat = {**_flat(0.8, 0.76, 0.84), "mean_score": 0.4}
     found = evaluate_gate(parse_gate("b.mean_score>=0.3"), {"b": flat})
-    assert found.verdict == "pass" and "the subset's own value, 72 of 360 samples" in found.note
+    assert found.verdict == "fail" and "the subset's own value, 72 of 360 samples" in found.note
+    assert found.withheld.startswith("not passed")  # a subset's own value never passes for the full run's
 
 
 def test_an_estimate_s_own_keys_may_be_gated_too() -> None:
