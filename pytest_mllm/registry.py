@@ -86,6 +86,8 @@ class Registry(Generic[E]):
         self._loaded: dict[str, ModuleType | None] = {}  # name → that module's object when it did
         self.version = 0  # counts the entries added and removed: what was computed from them is stale when it moves
         self._every: tuple[int, dict[str, E]] | None = None
+        self._package: dict[str, str] | None = None  # the package's own entries: its source does not change in a run
+        self._index: tuple[int, dict[str, str]] | None = None
 
     def add(self, name: str, entry: E, module: str) -> None:
         """Register `entry` as `name`, defined in `module` (what the decorators call). A module executed
@@ -119,19 +121,25 @@ class Registry(Generic[E]):
         self.version += 1
 
     def _package_index(self) -> dict[str, str]:
-        return {d.name: d.module for d in declarations() if d.decorator in self.decorators}
+        if self._package is None:
+            self._package = {d.name: d.module for d in declarations() if d.decorator in self.decorators}
+        return self._package
 
     def index(self) -> dict[str, str]:
         """name → the module defining it: the package's entries in order (modules by name, then source
-        order), then those registered at run time. Nothing is imported."""
-        package = self._package_index()
-        return {**package, **{name: module for name, module in self._modules.items() if name not in package}}
+        order), then those registered at run time. Nothing is imported; kept until an entry is added or
+        removed, so do not change it."""
+        if self._index is None or self._index[0] != self.version:
+            package = self._package_index()
+            extra = {name: module for name, module in self._modules.items() if name not in package}
+            self._index = (self.version, {**package, **extra})
+        return self._index[1]
 
     def names(self) -> list[str]:
         return list(self.index())
 
     def __contains__(self, name: object) -> bool:
-        return name in self.index()
+        return name in self._entries or name in self.index()
 
     def get(self, name: str) -> E:
         """The entry registered as `name`, its module imported if need be; UnknownName lists the known names."""

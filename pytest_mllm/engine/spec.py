@@ -260,11 +260,11 @@ def all_aliases() -> dict[str, str]:
     `aliases:` (lmms-eval's task names, whose data is the Hugging Face parquet release our parquet specs read;
     VLMEvalKit's dataset names, whose data is the LMUData TSV files our TSV specs read); read from the files
     once, without validating them."""
-    from pytest_mllm.safe_yaml import load_yaml
+    from pytest_mllm.safe_yaml import load_package_yaml
 
     found: dict[str, str] = {}
     for key, path in sorted(bundled_specs().items()):
-        data = load_yaml(path.read_text(encoding="utf-8"))
+        data = load_package_yaml(path.read_text(encoding="utf-8"))
         declared = data.get("aliases") if isinstance(data, dict) else None
         found.update({str(alias): key for alias in declared or () if str(alias) not in found})
     return found
