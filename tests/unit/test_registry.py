@@ -48,6 +48,19 @@ def test_a_name_has_one_owner_and_a_module_run_again_replaces_its_entries() -> N
         del sys.modules["plugin_things"]
 
 
+def test_the_index_follows_every_entry_added_and_removed() -> None:
+    from pytest_mllm.engine.spec import LOADERS
+
+    package = LOADERS.index()
+    assert LOADERS.index() is package and "tsv" in LOADERS  # kept while no entry changes
+    LOADERS.add("run-time-loader", LOADERS.get("tsv"), "a_plugin")
+    try:
+        assert list(LOADERS.index()) == [*package, "run-time-loader"] and "run-time-loader" in LOADERS
+    finally:
+        LOADERS.remove("run-time-loader")
+    assert LOADERS.index() == package and "run-time-loader" not in LOADERS
+
+
 def test_a_package_entry_cannot_be_claimed_by_another_module() -> None:
     from pytest_mllm.scoring.metrics import METRICS
 
