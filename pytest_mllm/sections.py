@@ -9,8 +9,11 @@ its Markdown lines, the files it writes and the parts it adds to each record (`r
 A section may also derive its part once from a benchmark's records after the metrics (`derive`: values with
 an uncertainty of their own, never recomputed on bootstrap resamples), stand in for measured values in the
 gates (`stand_in`: an estimate of the full run from a subset, decided on its interval), and pair a run with a
-baseline itself (`pair`). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
-sections and never name one.
+baseline itself (`pair`). A method with options reads them itself (`read_options`: its settings for the run), may
+give the verdicts of the parsers naming it (`verdict_step`) and take a second pass over every answered batch
+(`review_step`: an LLM revising the verdicts the rules could not decide). The generic outputs (`report/`,
+`scoring/gates.py`, `harness/junit.py`) and the core (`engine/evaluator.py`, `evaluation.py`) iterate over the
+registered sections and never name one.
 
 A section registers itself where it is defined, by a top-level line `register_section("name", …)`
 (in the package, a `section.py` of the method's package or a `<family>_section.py` beside the family's
@@ -119,6 +122,8 @@ class RunSettings(Protocol):
 
 # (record, sample, read through VLMEvalKit's .xlsx?) triples whose verdict is the step's, set in place
 VerdictStep = Callable[[Sequence[tuple[Any, Any, bool]]], None]
+# every (record, sample) pair of an answered batch, once every verdict is given: the step may revise them in place
+ReviewStep = Callable[[Sequence[tuple[Any, Any]]], None]
 
 
 class Section:
@@ -225,6 +230,23 @@ class Section:
         per run from its `read_options` settings, the run's `evaluation.EvaluationSettings` and the response
         cache (None when off)."""
         raise NotImplementedError(f"section {self.name!r} gives no verdicts")
+
+    def review_step(self, settings: Any, run: Any, cache: Any) -> ReviewStep | None:
+        """A second pass over every answered batch, after the parsers' and the sections' verdicts: it gets the
+        batch's (record, sample) pairs and may revise a verdict in place (an LLM reading the answers the rules
+        could not decide). Built once per run from its `read_options` settings, the run's
+        `evaluation.EvaluationSettings` and the response cache (None when off); None: no second pass."""
+        return None
+
+    def keeps_replies(self, settings: Any) -> bool:
+        """Whether, with its `read_options` settings (None: it has none), it keeps an LLM's replies in the response
+        cache: the cache then opens even for a model under test that answers without work."""
+        return False
+
+    def describe(self, settings: Any) -> dict[str, Any]:
+        """Its settings as the results file records them (beside the run's own), from its `read_options` settings
+        (None: it has none this run): by default theirs, else nothing."""
+        return settings.describe() if settings is not None else {}
 
     def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
         """Write the file `option` asks for, from {benchmark: `report.results.BenchmarkResult`}; what was
@@ -393,6 +415,24 @@ def run_settings(option: Callable[[str], Any], benchmarks: Mapping[str, Sequence
     """{section: its settings} of the sections with settings for this run (`Section.read_options`)."""
     found = {section.name: section.read_options(option, benchmarks) for section in all_sections()}
     return {name: settings for name, settings in found.items() if settings is not None}
+
+
+def review_steps(settings: Mapping[str, Any], run: Any, cache: Any) -> list[ReviewStep]:
+    """The second passes over every answered batch (`Section.review_step`), in the sections' order, from their
+    settings ({section: its run settings}), the run's settings and the response cache."""
+    steps = [section.review_step(settings.get(section.name), run, cache) for section in all_sections()]
+    return [step for step in steps if step is not None]
+
+
+def replies_kept(settings: Mapping[str, Any]) -> bool:
+    """Whether a section keeps an LLM's replies in the response cache this run (`Section.keeps_replies`)."""
+    return any(section.keeps_replies(settings.get(section.name)) for section in all_sections())
+
+
+def described(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every section's settings as the results file records them (`Section.describe`), in the sections' order."""
+    return {key: value for section in all_sections()
+            for key, value in section.describe(settings.get(section.name)).items()}
 
 
 def parts_from_sample(metadata: Mapping[str, Any]) -> dict[str, Any]:
