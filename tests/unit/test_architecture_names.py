@@ -71,7 +71,6 @@ PENDING: dict[str, str] = {
     # --mllm-vrp*, --mllm-mme-results) and the help's examples ('mme.perception>=1400') keep their names there.
     "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
-    "pytest_mllm.scoring.score": "judge",
 }
 
 
