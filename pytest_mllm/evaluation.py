@@ -31,7 +31,7 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections, described, replies_kept, review_steps
+from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections, described, review_steps, uses_cache
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
@@ -172,7 +172,7 @@ class Evaluation:
         s = self.settings
         # caching the answers of a model that answers without work would only cost disk (a section's LLM replies
         # and an optimizer's are worth keeping)
-        if s.cache_mode == "off" or (s.model_ref.instant and not replies_kept(s.sections) and s.optimize is None):
+        if s.cache_mode == "off" or (s.model_ref.instant and not uses_cache(s.sections) and s.optimize is None):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 

@@ -225,6 +225,12 @@ class Section:
         the fix, before anything runs. None: it has none."""
         return None
 
+    def uses_cache(self, settings: Any) -> bool:
+        """Whether, with its `read_options` settings, the run makes calls of its own that the response cache keeps
+        (an LLM's replies besides the model's answers): the cache is then opened even for a model answering without
+        work."""
+        return False
+
     def verdict_step(self, settings: Any, run: Any, cache: Any) -> VerdictStep:
         """The step giving the verdicts of the parsers naming it (`scoring.score.Parser.verdict_by`), built once
         per run from its `read_options` settings, the run's `evaluation.EvaluationSettings` and the response
@@ -237,11 +243,6 @@ class Section:
         could not decide). Built once per run from its `read_options` settings, the run's
         `evaluation.EvaluationSettings` and the response cache (None when off); None: no second pass."""
         return None
-
-    def keeps_replies(self, settings: Any) -> bool:
-        """Whether, with its `read_options` settings (None: it has none), it keeps an LLM's replies in the response
-        cache: the cache then opens even for a model under test that answers without work."""
-        return False
 
     def describe(self, settings: Any) -> dict[str, Any]:
         """Its settings as the results file records them (beside the run's own), from its `read_options` settings
@@ -417,16 +418,16 @@ def run_settings(option: Callable[[str], Any], benchmarks: Mapping[str, Sequence
     return {name: settings for name, settings in found.items() if settings is not None}
 
 
+def uses_cache(settings: Mapping[str, Any]) -> bool:
+    """Whether a section with settings for the run ({section: its settings}) keeps calls in the response cache."""
+    return any(SECTIONS.get(name).uses_cache(value) for name, value in settings.items())
+
+
 def review_steps(settings: Mapping[str, Any], run: Any, cache: Any) -> list[ReviewStep]:
     """The second passes over every answered batch (`Section.review_step`), in the sections' order, from their
     settings ({section: its run settings}), the run's settings and the response cache."""
     steps = [section.review_step(settings.get(section.name), run, cache) for section in all_sections()]
     return [step for step in steps if step is not None]
-
-
-def replies_kept(settings: Mapping[str, Any]) -> bool:
-    """Whether a section keeps an LLM's replies in the response cache this run (`Section.keeps_replies`)."""
-    return any(section.keeps_replies(settings.get(section.name)) for section in all_sections())
 
 
 def described(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
-from pytest_mllm.sections import output_files, replies_kept, run_settings
+from pytest_mllm.sections import output_files, run_settings, uses_cache
 from pytest_mllm.tpeval.run import OptimizationSettings
 from pytest_mllm.tpeval.settings import TpSettings
 
@@ -74,8 +74,6 @@ class Options:
         fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
         model = ModelRef.parse(opt("mllm") or "")
-        sections = _section_settings(config, benchmarks)
-        _check_cache_dir(config, Path(cache_dir).expanduser(), model, replies_kept(sections))
         evaluation = EvaluationSettings(
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
@@ -89,7 +87,8 @@ class Options:
             prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config),
-            sections=sections)
+            sections=_section_settings(config, benchmarks))
+        _check_cache_dir(config, evaluation.cache_path.parent, model, uses_cache(evaluation.sections))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -282,11 +281,11 @@ def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None
                 "--mllm-gate-skip-missing to let it be 'not run'")
 
 
-def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef, replies: bool) -> None:
-    """The response cache's folder exists or can be created (when the cache will be used: `replies`, a section
-    keeps an LLM's replies there)."""
+def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef, sections_use_cache: bool) -> None:
+    """The response cache's folder exists or can be created (when the cache will be used: by the model, or by a
+    section's calls, `Section.uses_cache`)."""
     opt = config.getoption
-    if opt("mllm_cache") == "off" or (model.instant and not replies and not opt("mllm_optimize")):
+    if opt("mllm_cache") == "off" or (model.instant and not sections_use_cache and not opt("mllm_optimize")):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"

@@ -69,7 +69,7 @@ class JudgeSection(Section):
         """The judge and its verdict reading; both None where word matching alone scores open answers."""
         return settings.describe() if settings is not None else {"judge": None, "judge_mode": None}
 
-    def keeps_replies(self, settings: JudgeSettings | None) -> bool:
+    def uses_cache(self, settings: JudgeSettings | None) -> bool:
         return settings is not None
 
     def review_step(self, settings: JudgeSettings | None, run: Any, cache: Any) -> ReviewStep | None:

@@ -320,7 +320,7 @@ class RecountSection(Section):
         review.seen = seen  # type: ignore[attr-defined]
         return review
 
-    def keeps_replies(self, settings: Any) -> bool:
+    def uses_cache(self, settings: Any) -> bool:
         return settings is not None
 
     def describe(self, settings: Any) -> dict[str, Any]:
@@ -333,8 +333,8 @@ def test_a_section_may_take_a_second_pass_over_each_batch_and_record_its_setting
     sections.all_sections()
     sections.register_section("recount", RecountSection())
     try:
-        assert not sections.replies_kept({}) and sections.described({})["recount"] is None
-        assert sections.replies_kept({"recount": "on"}) and sections.described({"recount": "on"})["recount"] == "on"
+        assert not sections.uses_cache({}) and sections.described({})["recount"] is None
+        assert sections.uses_cache({"recount": "on"}) and sections.described({"recount": "on"})["recount"] == "on"
         steps = [step for step in sections.review_steps({"recount": "on"}, None, None) if hasattr(step, "seen")]
         assert len(steps) == 1 and not any(hasattr(s, "seen") for s in sections.review_steps({}, None, None))
         spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl", parser="exact_stripped")
