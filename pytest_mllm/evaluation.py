@@ -146,6 +146,7 @@ class Evaluation:
         self._records: list[Record] = []
         self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
         self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
+        self._answer_batch = self._wrapped_answer()  # a file a section needs is read now (MessageOnly when unusable)
 
     # -- the parts ---------------------------------------------------------------------------
 
@@ -344,8 +345,7 @@ class Evaluation:
     def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         return self._answer_batch(items)
 
-    @cached_property
-    def _answer_batch(self) -> BatchAnswer:
+    def _wrapped_answer(self) -> BatchAnswer:
         """The evaluator's answer to a batch, wrapped by each section in turn (`Section.wrap_answer`)."""
         answer: BatchAnswer = self.evaluator.evaluate
         for section, settings in self._sections:

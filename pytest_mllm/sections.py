@@ -249,7 +249,8 @@ class Section:
     def wrap_answer(self, settings: Any, answer: BatchAnswer) -> BatchAnswer:
         """How the run answers a batch of (sample, spec) pairs, given `answer`, the evaluator's (or the sections'
         before it): by default `answer` itself; a section may ask under another spec, keep a second answer in each
-        record (a `RecordPart`), or make a record an error. One record per pair, in order."""
+        record (a `RecordPart`), or make a record an error. One record per pair, in order. Called once, when the
+        evaluation starts: a file the section needs is read then (a `record.MessageOnly` error stops the run)."""
         return answer
 
     def task_job(self, settings: Any, run: Any, answer: BatchAnswer, cache: Any) -> Any | None:

@@ -20,14 +20,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TpEvalSettings:
-    """A run's TP-Eval settings: customized prompts to evaluate with (--mllm-prompts, the file read), or prompts
-    to customize (--mllm-optimize); and, per process, each benchmark's spec once checked against the file."""
+    """A run's TP-Eval settings: customized prompts to evaluate with (--mllm-prompts), or prompts to customize
+    (--mllm-optimize); and, per process, each benchmark's spec once checked against the prompts file."""
 
     prompts_path: Path | None = None
     transfer: bool = False  # --mllm-prompts-transfer: a file optimized for another model is accepted
-    prompts: PromptsFile | None = None
     optimize: OptimizationSettings | None = None
     prompted: dict[str, Any] = field(default_factory=dict, compare=False)  # benchmark → its spec, customized
+
+    @cached_property
+    def prompts(self) -> PromptsFile | None:
+        """The --mllm-prompts file, read and checked when the evaluation starts (`PromptsFileError`, a
+        `record.MessageOnly`, names the file and the fix)."""
+        if self.prompts_path is None:
+            return None
+        from pytest_mllm.tpeval.prompts_file import read_prompts
+
+        return read_prompts(self.prompts_path)
 
     @cached_property
     def few_ids(self) -> dict[str, frozenset[str]]:
@@ -44,7 +53,8 @@ class TpEvalSettings:
 
 def read_settings(option: Callable[[str], Any]) -> TpEvalSettings:
     """The run's settings from its options (`option("mllm_…")`); the search's are checked whether or not it
-    optimizes."""
+    optimizes. The prompts file is read when the evaluation starts (`TpEvalSettings.prompts`), after the outputs are
+    checked against it."""
     max_tokens = option("mllm_optimizer_max_tokens")
     if max_tokens is not None and not 1 <= max_tokens <= MAX_NEW_TOKENS:
         wanted = "at least 1" if max_tokens < 1 else f"at most {MAX_NEW_TOKENS}"
@@ -56,7 +66,7 @@ def read_settings(option: Callable[[str], Any]) -> TpEvalSettings:
         mode=option("mllm_tp_mode")).validate()
     path = Path(option("mllm_prompts")).expanduser() if option("mllm_prompts") else None
     optimize = _optimization(option, search) if option("mllm_optimize") else None
-    return TpEvalSettings(path, bool(option("mllm_prompts_transfer")), _read(path), optimize)
+    return TpEvalSettings(path, bool(option("mllm_prompts_transfer")), optimize)
 
 
 def _optimization(option: Callable[[str], Any], search: TpSettings) -> OptimizationSettings:
@@ -77,14 +87,3 @@ def _optimization(option: Callable[[str], Any], search: TpSettings) -> Optimizat
         search=search, max_tokens=option("mllm_optimizer_max_tokens"), split=option("mllm_tp_split"),
         zero_shot=option("mllm_tp_zero_shot"))
 
-
-def _read(path: Path | None) -> PromptsFile | None:
-    """The --mllm-prompts file, read and checked (ValueError names the file and the fix)."""
-    if path is None:
-        return None
-    from pytest_mllm.tpeval.prompts_file import PromptsFileError, read_prompts
-
-    try:
-        return read_prompts(path)
-    except PromptsFileError as exc:
-        raise ValueError(str(exc)) from None

@@ -2,8 +2,8 @@
 the model (the paper's Table 2), and the original answer each record carries; its options (`options.py`), and
 its passes:
 
-- `--mllm-prompts=FILE` (with `--mllm-prompts-transfer`): the file is read and checked before anything runs, and
-  against each benchmark's samples before their tests are collected (`check_samples`); each task is asked through
+- `--mllm-prompts=FILE` (with `--mllm-prompts-transfer`): the file is read and checked when the evaluation starts,
+  and against each benchmark's samples before their tests are collected (`check_samples`); each task is asked through
   its customized prompt, the benchmark's own prompt's answer kept beside it, and the samples a prompt was optimized
   on (D_few) set aside (`set_aside`) or, where answered, made errors (`wrap_answer`, `customized.py`);
 - `--mllm-optimize=FILE` (with `--mllm-optimizer*` and `--mllm-tp-*`): the run's task job (`task_job`,
@@ -32,7 +32,7 @@ class TpEvalSection(Section):
     record_parts = (ORIGINAL,)
 
     def read_options(self, option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> TpEvalSettings:
-        """--mllm-prompts (the file read and checked) and --mllm-prompts-transfer; --mllm-optimize with the
+        """--mllm-prompts and --mllm-prompts-transfer; --mllm-optimize with the
         optimizer's options and the search's (--mllm-tp-*, checked whether or not it optimizes)."""
         return read_settings(option)
 
@@ -58,7 +58,8 @@ class TpEvalSection(Section):
         return settings is not None and sample.id in settings.few_ids.get(sample.task, ())
 
     def wrap_answer(self, settings: TpEvalSettings | None, answer: BatchAnswer) -> BatchAnswer:
-        """With customized prompts: each task asked through its own, the benchmark's prompt's answer beside it."""
+        """With customized prompts (the file read now): each task asked through its own, the benchmark's prompt's
+        answer beside it."""
         if settings is None or settings.prompts is None:
             return answer
         from pytest_mllm.tpeval.customized import CustomizedAnswer
