@@ -323,7 +323,12 @@ class Evaluation:
     def set_aside(self, sample: Sample) -> bool:
         """True when a section keeps `sample` out of the run's tests (`Section.set_aside`: it served to tune how
         the benchmark is asked)."""
-        return any(section.set_aside(settings, sample) for section, settings in self._sections)
+        return any(section.set_aside(settings, sample) for section, settings in self._set_asides)
+
+    @cached_property
+    def _set_asides(self) -> tuple[tuple[Section, Any], ...]:
+        """The sections asked per sample whether to set it aside: those with settings for this run."""
+        return tuple((section, settings) for section, settings in self._sections if settings is not None)
 
     # -- answers ---------------------------------------------------------------------------
 

@@ -243,7 +243,8 @@ class Section:
 
     def set_aside(self, settings: Any, sample: Any) -> bool:
         """Whether the run keeps a `Sample` out of its tests (its answer could not be scored fairly: the sample
-        served to tune how the benchmark is asked); False by default."""
+        served to tune how the benchmark is asked); asked of every sample, only where the section has settings for
+        the run (`read_options`); False by default."""
         return False
 
     def wrap_answer(self, settings: Any, answer: BatchAnswer) -> BatchAnswer:
