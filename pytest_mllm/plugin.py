@@ -4,7 +4,7 @@ This module stays import-light: pytest loads it in every run, and without a --ml
 --mllm-list, --markers, --help) nothing else of the package but `pytest_compat` is imported and no
 hook does any work. The generic options are declared here; a method's are data in the package that
 owns it (`judge/options.json`, `loaders/mme_results.options.json`), read as JSON, never imported.
-With --mllm, `harness.setup` starts the run and registers the hooks that delegate to the evaluation core.
+With --mllm (or --mllm-bench), `harness.setup` starts the run and registers the hooks that delegate to the evaluation core.
 """
 
 from __future__ import annotations
