@@ -29,9 +29,7 @@ from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
-from pytest_mllm.sections import output_files, run_settings, uses_cache
-from pytest_mllm.tpeval.run import OptimizationSettings
-from pytest_mllm.tpeval.settings import TpSettings
+from pytest_mllm.sections import output_files, run_outputs, run_settings, uses_cache
 
 if TYPE_CHECKING:
     from pytest_mllm.estimate.plan import EstimateSettings
@@ -83,8 +81,6 @@ class Options:
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
             endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env"), model),
-            prompts_path=_path(opt("mllm_prompts")),
-            prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
             worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config),
             sections=_section_settings(config, benchmarks))
@@ -98,14 +94,14 @@ class Options:
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
             inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
-                "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
+                "the --mllm-baseline file": gates.baseline,
                 **{what: path for settings in evaluation.sections.values() for what, path in settings.inputs().items()},
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
                 **{f"the --mllm-estimate-panel file {p}": p
                    for p in (evaluation.estimate.panel.files if evaluation.estimate else ())}})
             try:
                 outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
-                    [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
+                    Output(option, path) for option, path in run_outputs(evaluation.sections).items())])
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
@@ -180,7 +176,6 @@ def _gates(config: pytest.Config) -> GateSettings:
 _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
     ("mllm_show_incorrect", 0, None, "0 or more"),
-    ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"),
     ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
     ("mllm_concurrency", 1, 1 << 12, "1 or more"),
@@ -285,7 +280,7 @@ def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef, secti
     """The response cache's folder exists or can be created (when the cache will be used: by the model, or by a
     section's calls, `Section.uses_cache`)."""
     opt = config.getoption
-    if opt("mllm_cache") == "off" or (model.instant and not sections_use_cache and not opt("mllm_optimize")):
+    if opt("mllm_cache") == "off" or (model.instant and not sections_use_cache):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"
@@ -336,32 +331,6 @@ def _with_model_revision(config: pytest.Config, endpoint: Endpoint, model: Model
         raise pytest.UsageError("--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, "
                                 f"a commit, a date), got {len(revision)} characters")
     return dataclasses.replace(endpoint, model_revision=revision.strip())
-
-
-def _optimization(config: pytest.Config) -> OptimizationSettings | None:
-    """TP-Eval's settings from --mllm-optimize and --mllm-tp-*; a bad value names its option."""
-    opt = config.getoption
-    try:
-        search = TpSettings(
-            rounds=opt("mllm_tp_rounds"), per_round=opt("mllm_tp_per_round"), top_k=opt("mllm_tp_top_k"),
-            temperature=opt("mllm_tp_temperature"), alpha=opt("mllm_tp_alpha"), alpha_final=opt("mllm_tp_alpha_final"),
-            few=opt("mllm_tp_few"), seed=opt("mllm_tp_seed"), mode=opt("mllm_tp_mode"))
-        search.validate()
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not opt("mllm_optimize"):
-        return None
-    if opt("mllm_prompts"):
-        raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
-                                "evaluate with --mllm-prompts=FILE in another run")
-    if not ModelRef.parse(opt("mllm_optimizer") or "").served:
-        raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
-                                "(and --mllm-optimizer-base-url=URL for a local server)")
-    return OptimizationSettings(
-        path=Path(opt("mllm_optimize")).expanduser(), optimizer=opt("mllm_optimizer"),
-        endpoint=_endpoint(config, "mllm_optimizer_base_url", "mllm_optimizer_api_key_env"),
-        search=search, max_tokens=opt("mllm_optimizer_max_tokens"), split=opt("mllm_tp_split"),
-        zero_shot=opt("mllm_tp_zero_shot"))
 
 
 def _estimate(config: pytest.Config) -> EstimateSettings | None:
