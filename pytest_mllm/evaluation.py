@@ -1,5 +1,5 @@
-"""The evaluation core, free of pytest: a run's model, judge, cache and prompts, its samples, its
-answers in batches, and the records it gathers into scores.
+"""The evaluation core, free of pytest: a run's model and cache and the sections' settings, its samples, its
+answers in batches (as its sections change them), and the records it gathers into scores.
 
 The pytest harness (`pytest_mllm.harness`) drives one `Evaluation` per process; a script or a
 notebook can drive one too:
@@ -31,22 +31,20 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections
+from pytest_mllm.sections import (SECTIONS, BatchAnswer, Section, VerdictStep, all_sections, described, review_steps,
+                                  uses_cache)
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
     from pytest_mllm.estimate.plan import EstimateSettings
-    from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
-    from pytest_mllm.tpeval.prompts_file import PromptsFile
-    from pytest_mllm.tpeval.run import OptimizationRun, OptimizationSettings
 
 AnySample = Sample | BadSample | SkippedSample
 Answer = Callable[[Sample, BenchmarkSpec], Record]
 
 
 class TaskJob(Protocol):
-    """A run that works per task instead of per sample (a prompt optimization): one test per task."""
+    """A run that works per task instead of per sample (a section's `task_job`): one test per task."""
 
     name: str  # the tests' names: <benchmark>::<name>::<task>
     title: str  # the method in words, for its progress
@@ -77,22 +75,6 @@ SampleCheck = Callable[[Sample, Answer, Callable[[list[Record]], None]], None]
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
-    """The CEE judge for open answers (Tiny LVLM-eHub): an LLM at an OpenAI-compatible endpoint."""
-
-    model: str  # "openai:<name>"
-    endpoint: Endpoint
-    mode: str = "strict"
-    temperature: float = 0.0
-    max_tokens: int = 512
-    prompts: tuple[Prompt, ...] | None = None  # --mllm-judge-prompts, checked; None: the built-in five
-
-    @cached_property
-    def model_ref(self) -> ModelRef:
-        return ModelRef.parse(self.model)
-
-
-@dataclass(frozen=True)
 class EvaluationSettings:
     """Everything that decides which answers a run gets and how they are scored."""
 
@@ -106,10 +88,6 @@ class EvaluationSettings:
     hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
                                                                    "trust_remote_code": False})
     endpoint: Endpoint = field(default_factory=Endpoint.from_environment)  # of an openai:<model> under test
-    judge: JudgeSettings | None = None
-    prompts_path: Path | None = None  # TP-Eval: evaluate with customized prompts
-    prompts_transfer: bool = False
-    optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
     # (this process's index, the processes running the run together): a served model's concurrency is shared out
     workers: tuple[int, int] = (0, 1)
@@ -138,23 +116,17 @@ class Evaluation:
         self._make_user_model = make_model
         self.turn = Turn()  # held by each answer of an `AnswerPipeline` (a served model's requests in flight)
         self.cache = self._open_cache()
-        # a judge whose replies are recorded in a file answers only the sections' verdict steps
-        live_judge = settings.judge is not None and not settings.judge.model_ref.recording
         self.evaluator = Evaluator(
             self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
             identity_factory=self._model_identity,
-            settings=_answer_settings(settings.hf_options),
-            judge_factory=self._make_judge if live_judge else None, withhold_images=settings.no_image,
-            extractor_factory=self._make_choice_extractor if live_judge else None,
-            verdict_steps=self._verdict_step, max_new_tokens=settings.max_new_tokens, on_load=on_load)
+            settings=_answer_settings(settings.hf_options), withhold_images=settings.no_image,
+            verdict_steps=self._verdict_step, review_steps=review_steps(settings.sections, settings, self.cache),
+            max_new_tokens=settings.max_new_tokens, on_load=on_load)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
-        self.prompts: PromptsFile | None = self._read_prompts()
-        self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
-        self._prompted_specs: dict[str, BenchmarkSpec] = {}
-        self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
         self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
         self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
+        self._answer_batch = self._wrapped_answer()  # a file a section needs is read now (MessageOnly when unusable)
 
     # -- the parts ---------------------------------------------------------------------------
 
@@ -191,8 +163,9 @@ class Evaluation:
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
-        # caching the answers of a model that answers without work would only cost disk
-        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and s.optimize is None):
+        # caching the answers of a model that answers without work would only cost disk (the calls a section
+        # makes of its own, an LLM's replies, are worth keeping)
+        if s.cache_mode == "off" or (s.model_ref.instant and not uses_cache(s.sections)):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 
@@ -205,26 +178,6 @@ class Evaluation:
         revision = model_args.loading.get("revision") if model_args else None
         identity = model_identity(self.settings.model_ref, revision)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
-
-    def _make_judge(self) -> Any:
-        """The CEE judge; its replies share the response cache."""
-        from pytest_mllm.judge import Judge
-
-        judge = self.settings.judge
-        assert judge is not None
-        return Judge(judge.endpoint.client(), judge.model_ref.served_name, temperature=judge.temperature,
-                     mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
-                     prompts=judge.prompts)
-
-    def _make_choice_extractor(self) -> Any:
-        """The judge LLM reading `choice` answers the rules cannot (VLMEvalKit's LLM extraction);
-        temperature 0, its replies in the response cache."""
-        from pytest_mllm.judge.choice_extractor import ChoiceExtractor
-
-        judge = self.settings.judge
-        assert judge is not None
-        return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
-                               max_tokens=judge.max_tokens, cache=self.cache)
 
     def _verdict_step(self, section: str) -> VerdictStep:
         """The verdict step of a section (`Section.verdict_step`) with its settings for this run."""
@@ -245,9 +198,23 @@ class Evaluation:
             raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier.path} and {spec.path}")
         return spec
 
+    @cached_property
+    def _sections(self) -> tuple[tuple[Section, Any], ...]:
+        """(section, its settings for this run or None) of every registered section."""
+        return tuple((section, self.settings.sections.get(section.name)) for section in all_sections())
+
     def task_job(self) -> TaskJob | None:
-        """The job this run does per task instead of answering samples (a prompt optimization), or None."""
-        return self.optimization if self.settings.optimize is not None else None
+        """The job this run does per task instead of answering samples, or None: the first section's that has
+        one (`Section.task_job`), built on first use."""
+        return self._task_job
+
+    @cached_property
+    def _task_job(self) -> TaskJob | None:
+        for section, settings in self._sections:
+            job = section.task_job(settings, self.settings, self.evaluator.evaluate, self.cache)
+            if job is not None:
+                return job  # type: ignore[no-any-return]
+        return None
 
     def sample_check(self, spec: BenchmarkSpec) -> SampleCheck | None:
         """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
@@ -284,34 +251,16 @@ class Evaluation:
         except PanelError as exc:
             raise SpecError(str(exc)) from None
 
-    # -- TP-Eval: customized prompts and optimization ---------------------------------------
+    # -- checks before a benchmark's tests ------------------------------------------------------
 
-    def _read_prompts(self) -> PromptsFile | None:
-        if self.settings.prompts_path is None:
-            return None
-        from pytest_mllm.tpeval.prompts_file import read_prompts
-
-        return read_prompts(self.settings.prompts_path)  # PromptsFileError names the file and the fix
-
-    def check_prompts(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
-        """A prompts file must fit this model, benchmark, version and the tasks of `samples` (SpecError)."""
-        if self.prompts is None or spec.name in self._prompted_specs:
-            return
-        from pytest_mllm.tpeval.prompts_file import PromptsFileError, check_prompts
-        from pytest_mllm.tpeval.run import task_order, with_template
-
-        tasks = task_order([s for s in samples if isinstance(s, Sample)])
-        assert self.settings.prompts_path is not None  # the prompts were read from it
-        try:
-            check_prompts(self.prompts, path=self.settings.prompts_path, model=self.settings.model,
-                          benchmark=spec.name, version=spec.version, tasks=tasks,
-                          transfer=self.settings.prompts_transfer)
-        except PromptsFileError as exc:
-            raise SpecError(str(exc)) from None
-        prompted = spec
-        for task, prompts in self.prompts.tasks.items():
-            prompted = with_template(prompted, task, prompts.template)
-        self._prompted_specs[spec.name] = prompted
+    def check_samples(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
+        """Each section's check of a benchmark's samples against its settings, before their tests are collected
+        (`Section.check_samples`: a file made for another model or benchmark); a SpecError names the fix."""
+        for section, settings in self._sections:
+            try:
+                section.check_samples(settings, spec, samples, self.settings)
+            except ValueError as exc:
+                raise SpecError(str(exc)) from None
 
     def check_replay(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
         """With `replay:`, how the recording covers this benchmark's samples (a line kept in
@@ -333,27 +282,21 @@ class Evaluation:
         self.replay_coverage[spec.name] = found.line(spec.name)
 
     def set_aside(self, sample: Sample) -> bool:
-        """True when the run keeps `sample` out of its tests: it is in the D_few its task's customized prompt
-        was optimized on (D_few ∩ D_test = ∅)."""
-        return sample.id in self._few_ids.get(sample.task, ())
+        """True when a section keeps `sample` out of the run's tests (`Section.set_aside`: it served to tune how
+        the benchmark is asked)."""
+        return any(section.set_aside(settings, sample) for section, settings in self._set_asides)
 
-    @property
-    def optimization(self) -> OptimizationRun:
-        """The TP-Eval optimization of this run, built on first use."""
-        if self._optimization is None:
-            from pytest_mllm.tpeval.run import OptimizationRun
-
-            assert self.settings.optimize is not None, "optimization needs settings.optimize"
-            self._optimization = OptimizationRun(self.settings.optimize, model=self.settings.model,
-                                                 answer=self.evaluator.evaluate, cache=self.cache)
-        return self._optimization
+    @cached_property
+    def _set_asides(self) -> tuple[tuple[Section, Any], ...]:
+        """The sections asked per sample whether to set it aside: those with settings for this run."""
+        return tuple((section, settings) for section, settings in self._sections if settings is not None)
 
     # -- answers ---------------------------------------------------------------------------
 
     def answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         """Records of `items`, answered together, one per item whatever fails (an exception nobody expected
-        makes each sample of the batch an error, never a missing record); with customized prompts a task's
-        record also holds the answer to the benchmark's own prompt, under "original"."""
+        makes each sample of the batch an error, never a missing record), as the sections answer a batch
+        (`Section.wrap_answer`: under another spec, with a second answer in each record)."""
         try:
             return self._answer(items)
         except Exception as exc:  # noqa: BLE001 - scored as errors: a dropped sample would inflate the scores
@@ -366,23 +309,14 @@ class Evaluation:
             return records
 
     def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        if self.prompts is None:
-            return self.evaluator.evaluate(items)
-        from pytest_mllm.tpeval.report import ORIGINAL, OriginalAnswer
+        return self._answer_batch(items)
 
-        records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])
-        customized = [n for n, (s, _) in enumerate(items) if s.task in self.prompts.tasks]
-        originals = self.evaluator.evaluate([items[n] for n in customized])
-        for n, original in zip(customized, originals):
-            record, sample = records[n], items[n][0]
-            ORIGINAL.put(record, OriginalAnswer(
-                prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
-                correct=original["correct"], status=original["status"], error=original["error"]))
-            if self.set_aside(sample):
-                record.update({"status": "error", "correct": None, "error": (
-                    f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
-                    f"({self.settings.prompts_path}); it cannot be scored with that prompt")})
-        return records
+    def _wrapped_answer(self) -> BatchAnswer:
+        """The evaluator's answer to a batch, wrapped by each section in turn (`Section.wrap_answer`)."""
+        answer: BatchAnswer = self.evaluator.evaluate
+        for section, settings in self._sections:
+            answer = section.wrap_answer(settings, answer)
+        return answer
 
     @staticmethod
     def unreadable(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
@@ -438,12 +372,9 @@ class Evaluation:
         return {
             "model": s.model, "batch_size": s.batch_size, "cache": s.cache_mode,
             "model_args": {**model_args.loading, **model_args.processor} if model_args else {},
-            "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
-            "prompts": str(s.prompts_path) if s.prompts_path else None,
-            "prompts_model": self.prompts.model if self.prompts is not None else None,
             **({"estimate": s.estimate.describe()} if s.estimate is not None else {}),
-            **{key: value for settings in s.sections.values() for key, value in settings.describe().items()},
+            **described(s.sections),
         }
 
 
