@@ -40,15 +40,6 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def load_package_yaml(text: str) -> Any:
-    """The value of a YAML document the package ships (its bundled specs, read whole in every run for their
-    aliases), as `yaml.safe_load` reads it, through PyYAML's C parser where it is built (ten times faster).
-    Not for a user's file: it has none of the limits above."""
-    import yaml
-
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # a safe loader: plain data only
-
-
 @functools.cache
 def _loader_class() -> type:
     """yaml.SafeLoader counting how deep the node being composed is: past MAX_DEPTH it stops, long before

@@ -142,18 +142,6 @@ def test_yaml_alias_bombs_deep_nesting_and_cycles_are_yaml_errors_at_once() -> N
     assert MAX_ITEMS == 1_000_000
 
 
-def test_package_yaml_reads_every_bundled_spec_as_the_limited_reader_does() -> None:
-    from pytest_mllm.engine.spec import bundled_specs
-    from pytest_mllm.safe_yaml import load_package_yaml
-
-    for path in bundled_specs().values():
-        text = path.read_text(encoding="utf-8")
-        assert load_package_yaml(text) == load_yaml(text), path.name
-    assert load_package_yaml("a: &x [1, 2]\nb: *x\nc: 1.5\nd: null\n") == {"a": [1, 2], "b": [1, 2], "c": 1.5, "d": None}
-    with pytest.raises(yaml.constructor.ConstructorError):  # a safe reading: no Python objects
-        load_package_yaml("!!python/object/apply:os.system [echo]")
-
-
 def test_excerpts_are_bounded_and_escapes_escaped() -> None:
     huge = [["x" * 100] * 1000] * 1000  # a million strings by reference, as an alias bomb builds them
     shown = excerpt(huge)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mllm.engine.spec import SpecError, bundled_specs, find_spec, load_spec
+from pytest_mllm.engine.spec import SpecError, bundled_specs, declared_aliases, find_spec, load_spec
+from pytest_mllm.safe_yaml import load_yaml
 
 
 def write(tmp_path: Path, body: str) -> Path:
@@ -63,6 +64,20 @@ def test_bundled_specs_all_validate() -> None:
     assert {"shapes", "mme", "mme_results", "pope", "mmbench", "vrp_shapes", "tiny_lvlm_ehub"} <= set(names)
     for path in names.values():
         assert load_spec(path).path == path
+
+
+def test_the_aliases_entry_read_alone_is_what_the_whole_file_declares() -> None:
+    declaring = 0
+    for path in bundled_specs().values():
+        text = path.read_text(encoding="utf-8")
+        whole = [str(alias) for alias in load_yaml(text).get("aliases") or ()]
+        assert declared_aliases(text) == whole, path.name
+        declaring += bool(whole)
+    assert declaring >= 20
+    block = "name: x\naliases:\n  - A  # a comment\n\n  # another\n  - 'B C'\nloader: jsonl\nnotaliases: [D]\n"
+    assert declared_aliases(block) == ["A", "B C"]
+    assert declared_aliases("name: x\naliases: [E, 2]\n") == ["E", "2"]
+    assert declared_aliases("name: x\nloader: jsonl\n") == []
 
 
 def test_unknown_benchmark_lists_the_bundled_ones() -> None:
