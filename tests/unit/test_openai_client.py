@@ -322,6 +322,17 @@ def test_the_concurrency_cap_holds_across_threads(injector: FaultInjector) -> No
     assert injector.attempts == 9 and injector.max_active == 2
 
 
+def test_the_concurrency_cap_holds_over_several_connection_pools(injector: FaultInjector) -> None:
+    """A concurrency above one pool's share is split over pools: all of it overlaps, and never more."""
+    from pytest_mllm.engine.chat import POOL_SHARE
+
+    injector.delay = lambda body: 0.6  # long enough for every connection to open on a busy machine
+    concurrency = POOL_SHARE + 3
+    results = client_for(injector, concurrency=concurrency).chat_many("m", [HELLO] * (2 * concurrency))
+    assert all(isinstance(r, ChatResult) for r in results)
+    assert injector.max_active == concurrency
+
+
 def test_chat_many_keeps_input_order_and_isolates_failures(injector: FaultInjector) -> None:
     """Later questions are answered sooner, and question 3 is refused."""
     injector.delay = lambda body: 0.05 * (8 - int(last_text(body)))
