@@ -225,6 +225,31 @@ def _post_headers(sdk: Any, api_key: str | None, timeout: Any) -> dict[str, str]
     return headers
 
 
+class _Pool:
+    """An HTTP client of `bounded_http_client` and the completion request it sends, less the body: built once as
+    the client builds a request (its own headers merged with `headers`), so each post only adds its body."""
+
+    def __init__(self, client: Any, url: str, headers: dict[str, str], timeout: Any) -> None:
+        template = client.build_request("POST", url, content=b"", headers=headers, timeout=timeout)
+        self.client = client
+        self._request = type(template)
+        self._url = template.url
+        self._headers = template.headers.copy()
+        del self._headers["Content-Length"]  # each body adds its own, last, as the client's build does
+        self._extensions = template.extensions
+        self._timeout = timeout
+
+    def post(self, body: bytes) -> Any:
+        """The response to `body` posted (read whole)."""
+        if self.client.cookies:  # cookies a server set go back with each request: the client's own build adds them
+            request = self.client.build_request("POST", self._url, content=body, headers=self._headers,
+                                                timeout=self._timeout)
+        else:
+            request = self._request("POST", self._url, headers=self._headers, content=body,
+                                    extensions=dict(self._extensions))
+        return self.client.send(request)
+
+
 def _excerpt(text: str) -> str:
     """A scrubbed excerpt of `text`: scrubbed before it is cut (a key at the cut would leave its
     start behind) and after (joining whitespace must not make a fragment)."""
@@ -303,15 +328,16 @@ class ChatClient:
         # the concurrency split over connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks
         # every connection it holds at each request); a request takes a lane, a free place in one of them
         shares = _shares(concurrency, POOL_SHARE)
-        pools = [bounded_http_client(url, connections=share) for share in shares]
-        self._lanes: queue.SimpleQueue[Any] = queue.SimpleQueue()  # the pool of each free place: at most `concurrency`
+        clients = [bounded_http_client(url, connections=share) for share in shares]
+        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=self._timeout, max_retries=0,
+                                  http_client=clients[0])
+        headers = _post_headers(self._sdk, self._api_key, self._timeout)
+        pools = [_Pool(client, self.url, headers, self._timeout) for client in clients]
+        self._lanes: queue.SimpleQueue[_Pool] = queue.SimpleQueue()  # the pool of each free place: at most `concurrency`
         for place in range(max(shares)):
             for pool, share in zip(pools, shares):
                 if place < share:
                     self._lanes.put(pool)
-        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=self._timeout, max_retries=0,
-                                  http_client=pools[0])
-        self._post_headers = _post_headers(self._sdk, self._api_key, self._timeout)
         self._httpx = http_packages()[0]
         self.hung_fails_fast = hung_fails_fast
         self._state_lock = threading.Lock()
@@ -384,19 +410,17 @@ class ChatClient:
             self._lanes.put(pool)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _try(self, pool: Any, body: bytes) -> tuple[str, str | None]:
-        """One HTTP request for a completion on `pool` (an HTTP client of `bounded_http_client`), bounded by the
-        deadline and the answer's size. Posted on the SDK's HTTP client with the headers the SDK sends, as the
-        SDK's own request path would (any failure to get an answer is a connection failure, a timeout one of
-        httpx's timeouts, any status but 2xx an error), without its per-request layers."""
+    def _try(self, pool: _Pool, body: bytes) -> tuple[str, str | None]:
+        """One HTTP request for a completion on `pool`, bounded by the deadline and the answer's size. The SDK's
+        request, on its HTTP client, read as the SDK reads it (any failure to get an answer is a connection
+        failure, a timeout one of httpx's timeouts, any status but 2xx an error), without its per-request layers."""
         if self._hung:
             raise EndpointUnreachable(self._hung, retryable=False)
         httpx = self._httpx
         sent = time.monotonic()
         with limits(self.timeout_s) as bounds:
             try:
-                response = pool.send(pool.build_request("POST", self.url, content=body, headers=self._post_headers,
-                                                        timeout=self._timeout))
+                response = pool.post(body)
             except Exception as exc:  # noqa: BLE001 - as the SDK: whatever stops the request means no answer
                 if bounds.refused:
                     self._answered()
