@@ -1,8 +1,12 @@
 """A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-The SDK makes each request, over an HTTP client that bounds it (`engine/bounded_http.py`): the
-whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and an
-answer at most MAX_ANSWER_BYTES, decompressed bytes included. Ours are the retries: a connection
+A completion is the request the SDK's `chat.completions.create` sends (its headers, its body's bytes),
+built once per connection pool and posted on the SDK's HTTP client without the SDK's per-request
+layers (a served run sends hundreds a second); the SDK's client bounds it (`engine/bounded_http.py`):
+the whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and
+an answer at most MAX_ANSWER_BYTES, decompressed bytes included. The concurrency is split over
+connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks all its connections at
+each request). Ours are the retries: a connection
 failure, 408, 409, 429 or 5xx is tried again, up to `max_retries` times, with exponential backoff
 (honouring `Retry-After` up to RETRY_AFTER_MAX_S); never another 4xx, a request whose deadline passed
 or an answer refused for its size. A server that answered nothing while a request waited its whole

@@ -404,7 +404,7 @@ def test_openai_model_fails_fast_when_nothing_listens() -> None:
 
 
 def test_the_request_body_is_the_one_the_sdks_create_sends(injector: FaultInjector) -> None:
-    """The client posts through the SDK's generic POST: the same keys, in the same order, as `create` sends."""
+    """The client posts the request `create` sends: the same keys, in the same order, and the same headers."""
     import openai
 
     messages = [{"role": "user", "content": [image_content(Image.new("RGB", (4, 4))), {"type": "text", "text": "Q?"}]}]
@@ -413,6 +413,13 @@ def test_the_request_body_is_the_one_the_sdks_create_sends(injector: FaultInject
         model="m1", messages=messages, temperature=0.0, max_tokens=7)  # type: ignore[arg-type]
     ours, sdks = injector.bodies
     assert json.dumps(ours) == json.dumps(sdks)  # key order included
+    # the SDK's headers (its HTTP client's own, such as Accept-Encoding, are the bounded client's choice)
+    ours_sdk, sdks_sdk = ({k: v for k, v in headers.items() if k.startswith(("Accept", "Content-Type", "User-Agent",
+                                                                            "X-Stainless"))}
+                          for headers in injector.headers)
+    assert ours_sdk.pop("X-Stainless-Read-Timeout") == "5" and sdks_sdk.pop("X-Stainless-Read-Timeout")  # its timeout, 600 s
+    ours_sdk.pop("Accept-Encoding"), sdks_sdk.pop("Accept-Encoding")
+    assert ours_sdk == sdks_sdk and "X-Stainless-Retry-Count" in ours_sdk
 
 
 def test_openai_model_answers_one_request_and_confines_its_failure(injector: FaultInjector) -> None:
