@@ -54,7 +54,8 @@ def conclude(evaluation: Evaluation, gates: GateSettings, outputs: Outputs, sett
         {name: r.metrics for name, r in results.items()},
         {name: [*r.spec.task_order, *r.spec.groups] for name, r in results.items()},
         {name: r.spec.headline for name, r in results.items()}, paired=baseline_pairing(gates, results),
-        parts={name: r.scopes for name, r in results.items()}, shortfalls=shortfalls)
+        parts={name: r.scopes for name, r in results.items()}, shortfalls=shortfalls,
+        data={name: (r.data or {}).get("digest") for name, r in results.items()})
     failed_load = load_failure_line([r for result in results.values() for r in result.records])
     # Only the results JSON and the HTML report read the document: building it computes every metric's
     # interval (a bootstrap over the records), which a run writing neither would pay for nothing.

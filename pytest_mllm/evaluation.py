@@ -1,5 +1,5 @@
-"""The evaluation core, free of pytest: a run's model, judge, cache and prompts, its samples, its
-answers in batches, and the records it gathers into scores.
+"""The evaluation core, free of pytest: a run's model, judge and cache, its samples, its answers in
+batches (as its sections change them), and the records it gathers into scores.
 
 The pytest harness (`pytest_mllm.harness`) drives one `Evaluation` per process; a script or a
 notebook can drive one too:
@@ -31,22 +31,20 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, VerdictStep, all_sections
+from pytest_mllm.sections import SECTIONS, BatchAnswer, Section, VerdictStep, all_sections, uses_cache
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
     from pytest_mllm.estimate.plan import EstimateSettings
     from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
-    from pytest_mllm.tpeval.prompts_file import PromptsFile
-    from pytest_mllm.tpeval.run import OptimizationRun, OptimizationSettings
 
 AnySample = Sample | BadSample | SkippedSample
 Answer = Callable[[Sample, BenchmarkSpec], Record]
 
 
 class TaskJob(Protocol):
-    """A run that works per task instead of per sample (a prompt optimization): one test per task."""
+    """A run that works per task instead of per sample (a section's `task_job`): one test per task."""
 
     name: str  # the tests' names: <benchmark>::<name>::<task>
     title: str  # the method in words, for its progress
@@ -107,9 +105,6 @@ class EvaluationSettings:
                                                                    "trust_remote_code": False})
     endpoint: Endpoint = field(default_factory=Endpoint.from_environment)  # of an openai:<model> under test
     judge: JudgeSettings | None = None
-    prompts_path: Path | None = None  # TP-Eval: evaluate with customized prompts
-    prompts_transfer: bool = False
-    optimize: OptimizationSettings | None = None  # TP-Eval: customize prompts
     worker: bool = False  # one of several processes sharing the CPU cores
     # (this process's index, the processes running the run together): a served model's concurrency is shared out
     workers: tuple[int, int] = (0, 1)
@@ -148,13 +143,10 @@ class Evaluation:
             extractor_factory=self._make_choice_extractor if live_judge else None,
             verdict_steps=self._verdict_step, max_new_tokens=settings.max_new_tokens, on_load=on_load)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
-        self.prompts: PromptsFile | None = self._read_prompts()
-        self._few_ids = {task: frozenset(p.d_few) for task, p in self.prompts.tasks.items()} if self.prompts else {}
-        self._prompted_specs: dict[str, BenchmarkSpec] = {}
-        self._optimization: OptimizationRun | None = None
         self._records: list[Record] = []
         self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
         self.replay_coverage: dict[str, str] = {}  # benchmark → how the replayed recording covers its samples
+        self._answer_batch = self._wrapped_answer()  # a file a section needs is read now (MessageOnly when unusable)
 
     # -- the parts ---------------------------------------------------------------------------
 
@@ -192,7 +184,7 @@ class Evaluation:
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
         # caching the answers of a model that answers without work would only cost disk
-        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and s.optimize is None):
+        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and not uses_cache(s.sections)):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 
@@ -245,9 +237,23 @@ class Evaluation:
             raise SpecError(f"two benchmark specs are named {spec.name!r}: {earlier.path} and {spec.path}")
         return spec
 
+    @cached_property
+    def _sections(self) -> tuple[tuple[Section, Any], ...]:
+        """(section, its settings for this run or None) of every registered section."""
+        return tuple((section, self.settings.sections.get(section.name)) for section in all_sections())
+
     def task_job(self) -> TaskJob | None:
-        """The job this run does per task instead of answering samples (a prompt optimization), or None."""
-        return self.optimization if self.settings.optimize is not None else None
+        """The job this run does per task instead of answering samples, or None: the first section's that has
+        one (`Section.task_job`), built on first use."""
+        return self._task_job
+
+    @cached_property
+    def _task_job(self) -> TaskJob | None:
+        for section, settings in self._sections:
+            job = section.task_job(settings, self.settings, self.evaluator.evaluate, self.cache)
+            if job is not None:
+                return job  # type: ignore[no-any-return]
+        return None
 
     def sample_check(self, spec: BenchmarkSpec) -> SampleCheck | None:
         """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
@@ -284,34 +290,16 @@ class Evaluation:
         except PanelError as exc:
             raise SpecError(str(exc)) from None
 
-    # -- TP-Eval: customized prompts and optimization ---------------------------------------
+    # -- checks before a benchmark's tests ------------------------------------------------------
 
-    def _read_prompts(self) -> PromptsFile | None:
-        if self.settings.prompts_path is None:
-            return None
-        from pytest_mllm.tpeval.prompts_file import read_prompts
-
-        return read_prompts(self.settings.prompts_path)  # PromptsFileError names the file and the fix
-
-    def check_prompts(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
-        """A prompts file must fit this model, benchmark, version and the tasks of `samples` (SpecError)."""
-        if self.prompts is None or spec.name in self._prompted_specs:
-            return
-        from pytest_mllm.tpeval.prompts_file import PromptsFileError, check_prompts
-        from pytest_mllm.tpeval.run import task_order, with_template
-
-        tasks = task_order([s for s in samples if isinstance(s, Sample)])
-        assert self.settings.prompts_path is not None  # the prompts were read from it
-        try:
-            check_prompts(self.prompts, path=self.settings.prompts_path, model=self.settings.model,
-                          benchmark=spec.name, version=spec.version, tasks=tasks,
-                          transfer=self.settings.prompts_transfer)
-        except PromptsFileError as exc:
-            raise SpecError(str(exc)) from None
-        prompted = spec
-        for task, prompts in self.prompts.tasks.items():
-            prompted = with_template(prompted, task, prompts.template)
-        self._prompted_specs[spec.name] = prompted
+    def check_samples(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
+        """Each section's check of a benchmark's samples against its settings, before their tests are collected
+        (`Section.check_samples`: a file made for another model or benchmark); a SpecError names the fix."""
+        for section, settings in self._sections:
+            try:
+                section.check_samples(settings, spec, samples, self.settings)
+            except ValueError as exc:
+                raise SpecError(str(exc)) from None
 
     def check_replay(self, spec: BenchmarkSpec, samples: Sequence[AnySample]) -> None:
         """With `replay:`, how the recording covers this benchmark's samples (a line kept in
@@ -333,27 +321,21 @@ class Evaluation:
         self.replay_coverage[spec.name] = found.line(spec.name)
 
     def set_aside(self, sample: Sample) -> bool:
-        """True when the run keeps `sample` out of its tests: it is in the D_few its task's customized prompt
-        was optimized on (D_few ∩ D_test = ∅)."""
-        return sample.id in self._few_ids.get(sample.task, ())
+        """True when a section keeps `sample` out of the run's tests (`Section.set_aside`: it served to tune how
+        the benchmark is asked)."""
+        return any(section.set_aside(settings, sample) for section, settings in self._set_asides)
 
-    @property
-    def optimization(self) -> OptimizationRun:
-        """The TP-Eval optimization of this run, built on first use."""
-        if self._optimization is None:
-            from pytest_mllm.tpeval.run import OptimizationRun
-
-            assert self.settings.optimize is not None, "optimization needs settings.optimize"
-            self._optimization = OptimizationRun(self.settings.optimize, model=self.settings.model,
-                                                 answer=self.evaluator.evaluate, cache=self.cache)
-        return self._optimization
+    @cached_property
+    def _set_asides(self) -> tuple[tuple[Section, Any], ...]:
+        """The sections asked per sample whether to set it aside: those with settings for this run."""
+        return tuple((section, settings) for section, settings in self._sections if settings is not None)
 
     # -- answers ---------------------------------------------------------------------------
 
     def answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
         """Records of `items`, answered together, one per item whatever fails (an exception nobody expected
-        makes each sample of the batch an error, never a missing record); with customized prompts a task's
-        record also holds the answer to the benchmark's own prompt, under "original"."""
+        makes each sample of the batch an error, never a missing record), as the sections answer a batch
+        (`Section.wrap_answer`: under another spec, with a second answer in each record)."""
         try:
             return self._answer(items)
         except Exception as exc:  # noqa: BLE001 - scored as errors: a dropped sample would inflate the scores
@@ -366,23 +348,14 @@ class Evaluation:
             return records
 
     def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        if self.prompts is None:
-            return self.evaluator.evaluate(items)
-        from pytest_mllm.tpeval.report import ORIGINAL, OriginalAnswer
+        return self._answer_batch(items)
 
-        records = self.evaluator.evaluate([(s, self._prompted_specs.get(spec.name, spec)) for s, spec in items])
-        customized = [n for n, (s, _) in enumerate(items) if s.task in self.prompts.tasks]
-        originals = self.evaluator.evaluate([items[n] for n in customized])
-        for n, original in zip(customized, originals):
-            record, sample = records[n], items[n][0]
-            ORIGINAL.put(record, OriginalAnswer(
-                prompt=original["prompt"], response=original["response"], parsed=original["parsed"],
-                correct=original["correct"], status=original["status"], error=original["error"]))
-            if self.set_aside(sample):
-                record.update({"status": "error", "correct": None, "error": (
-                    f"sample {record['id']} is in the D_few the prompt of task {record['task']!r} was optimized on "
-                    f"({self.settings.prompts_path}); it cannot be scored with that prompt")})
-        return records
+    def _wrapped_answer(self) -> BatchAnswer:
+        """The evaluator's answer to a batch, wrapped by each section in turn (`Section.wrap_answer`)."""
+        answer: BatchAnswer = self.evaluator.evaluate
+        for section, settings in self._sections:
+            answer = section.wrap_answer(settings, answer)
+        return answer
 
     @staticmethod
     def unreadable(sample: BadSample | SkippedSample, spec: BenchmarkSpec) -> Record:
@@ -440,8 +413,6 @@ class Evaluation:
             "model_args": {**model_args.loading, **model_args.processor} if model_args else {},
             "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
-            "prompts": str(s.prompts_path) if s.prompts_path else None,
-            "prompts_model": self.prompts.model if self.prompts is not None else None,
             **({"estimate": s.estimate.describe()} if s.estimate is not None else {}),
             **{key: value for settings in s.sections.values() for key, value in settings.describe().items()},
         }

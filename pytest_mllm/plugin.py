@@ -2,14 +2,18 @@
 
 This module stays import-light: pytest loads it in every run, and without a --mllm option (or
 --mllm-list, --markers, --help) nothing else of the package but `pytest_compat` is imported and no
-hook does any work. With one, `harness.setup` starts the run and registers the hooks that delegate
-to the evaluation core.
+hook does any work. The generic options are declared here; a method's are data in the package that
+owns it (`judge/options.json`, `loaders/mme_results.options.json`), read as JSON, never imported.
+With --mllm (or --mllm-bench), `harness.setup` starts the run and registers the hooks that delegate to the evaluation core.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -39,7 +43,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def add_options(parser: pytest.Parser, lists: bool = True) -> None:
-    """pytest-mllm's command-line and ini options (read and checked in `harness/options.py` when a run starts);
+    """pytest-mllm's command-line and ini options (read and checked when a run starts): the generic ones here, each
+    method's from the options file of the package that owns it (`declared_options`), each file a group of the help;
     `lists`: the help names every model form and bundled benchmark (imports the registries: for --help)."""
     group = parser.getgroup("mllm", "multimodal-LLM benchmarks (pytest-mllm)")
     group.addoption("--mllm", metavar="MODEL", help=_model_help() if lists else "model under test")
@@ -55,8 +60,9 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
                     help="download nothing: data missing from the data cache is an error naming the command that "
                          "fetches it on a connected machine (also when HF_HUB_OFFLINE=1)")
     group.addoption("--mllm-limit", type=int, metavar="N",
-                    help="a smoke run: at most N samples per task, the first in file order (MME pairs, MMBench circular "
-                         "passes and VRP variants stay whole); the results record the limit")
+                    help="a smoke run: at most N samples per task, the first in file order (scoring units stay whole: an "
+                         "image's question pair, a question's rotated-option passes, a sample's variants); the results "
+                         "record the limit")
     group.addoption("--mllm-json", metavar="PATH", help="write per-sample records and scores as JSON")
     group.addoption("--mllm-html", metavar="PATH", help="write a self-contained HTML report (scores, charts, wrong answers)")
     group.addoption("--mllm-markdown", metavar="PATH",
@@ -65,18 +71,17 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
     group.addoption("--mllm-list", action="store_true",
                     help="list the bundled benchmarks (other tools' names for them, tasks, markers, the metric paths "
                          "gates can name, the data each needs) and exit")
-    group.addoption("--mllm-mme-results", metavar="DIR",
-                    help="also write yes/no answers in MME's official results format (one file per subtask)")
     group.addoption("--mllm-gate", action="append", metavar="EXPR",
-                    help="score gate such as 'mme.perception>=1400'; a failing gate fails the session")
+                    help="score gate such as 'BENCH.accuracy>=0.8' or 'BENCH.TASK.accuracy>=0.5' (--mllm-list names each "
+                         "benchmark's gate keys); a failing gate fails the session")
     group.addoption("--mllm-gate-skip-missing", action="store_true", default=None,
                     help="a gate whose benchmark or task did not run is 'not run' instead of failed "
                          "(ini: mllm_gate_skip_missing = true)")
     group.addoption("--mllm-baseline", metavar="PATH", help="earlier --mllm-json results for regression gates")
     group.addoption("--mllm-max-drop", action="append", metavar="[METRIC=]DROP",
-                    help="largest allowed drop against the baseline, e.g. 'mme.perception=20' or '0.01'; "
-                         "'mme.perception=significant' fails only on a significant drop (0.05), "
-                         "'mme.perception=20@0.05' only when the drop exceeds 20 with 95%% confidence")
+                    help="largest allowed drop against the baseline, e.g. 'BENCH.accuracy=0.02' or '0.01'; "
+                         "'BENCH.accuracy=significant' fails only on a significant drop (0.05), "
+                         "'BENCH.accuracy=0.02@0.05' only when the drop exceeds 0.02 with 95%% confidence")
     group.addoption("--mllm-strict", action="store_true", help="incorrect answers fail (for must-pass suites)")
     group.addoption("--mllm-max-image-pixels", type=int, default=89_478_485, metavar="N",
                     help="refuse images with more pixels than this (default: Pillow's limit; a larger value lifts "
@@ -88,12 +93,6 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
     group.addoption("--mllm-cache", choices=("on", "off", "refresh"), default="on",
                     help="response cache: on (read and write), off, refresh (ignore old answers, store new)")
     group.addoption("--mllm-cache-dir", metavar="DIR", help="where the response cache lives (default .mllm_cache/)")
-    group.addoption("--mllm-vrp", choices=("none", "grid", "full", "property"),
-                    help="visual-referring-prompt variants of samples with a target region: the default grid "
-                         "(VRPTEST: 4 partial + 8 full per source), the full product, or hypothesis property tests")
-    group.addoption("--mllm-vrp-examples", type=int, default=8, metavar="N",
-                    help="variants drawn per source sample in --mllm-vrp=property (each is a model call)")
-    group.addoption("--mllm-vrp-radar", metavar="PATH", help="write VRPTEST's radar chart (PNG or SVG)")
     group.addoption("--mllm-no-image", action="store_true",
                     help="withhold every image: the model answers from the text alone (a leakage check; cached apart)")
     group.addoption("--mllm-base-url", action="append", metavar="URL",
@@ -108,8 +107,9 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
     group.addoption("--mllm-max-new-tokens", type=int, metavar="N",
                     help="longest answer, overriding every benchmark spec's max_new_tokens (ini: mllm_max_new_tokens)")
     group.addoption("--mllm-shard", metavar="I/N",
-                    help="run only shard I of N (1-based) of the sample tests; MME pairs, MMBench circular passes and "
-                         "VRP variants stay together; merge the shards' --mllm-json files with pytest-mllm-merge")
+                    help="run only shard I of N (1-based) of the sample tests; scoring units stay together (an image's "
+                         "question pair, a question's rotated-option passes, a sample's variants); merge the shards' "
+                         "--mllm-json files with pytest-mllm-merge")
     group.addoption("--mllm-timeout", type=float, default=60.0, metavar="S",
                     help="seconds an endpoint request may take, all of it (connecting, headers, body); not retried "
                          "once spent, and a server that answers nothing in that time fails the run's later requests")
@@ -121,70 +121,6 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
                          "cache key of its answers, with what its server's /models says of it")
     group.addoption("--mllm-max-retries", type=int, default=4, metavar="N",
                     help="retries (with backoff) on 429, 5xx and connection errors")
-    group.addoption("--mllm-judge", metavar="MODEL",
-                    help="judge LLM, e.g. openai:gpt-4o-mini: for open-ended answers (CEE: five prompts, majority vote; "
-                         "without it word matching) and the judge-graded benchmarks (docs/judged.md), which also take "
-                         "replay:FILE, a judged file of VLMEvalKit's (its judge's recorded replies)")
-    group.addoption("--mllm-judge-base-url", metavar="URL", help="the judge's endpoint (else $OPENAI_BASE_URL)")
-    group.addoption("--mllm-judge-api-key-env", metavar="NAME",
-                    help="environment variable holding the judge's API key, which must then be set "
-                         "(default: $OPENAI_API_KEY)")
-    group.addoption("--mllm-judge-mode", choices=("strict", "compat"), default="strict",
-                    help="verdict reading: strict (the digit after the key phrase) or compat (the paper's code)")
-    group.addoption("--mllm-judge-max-tokens", type=int, default=None, metavar="N",
-                    help="longest judge reply: CEE's (analysis plus verdict, default 512); for the judge-graded "
-                         "benchmarks a cap on each one's own limit (docs/judged.md)")
-    group.addoption("--mllm-judge-temperature", type=float, default=0.0, metavar="T",
-                    help="judge sampling temperature (the paper's code used 0.5)")
-    group.addoption("--mllm-judge-revision", metavar="TEXT",
-                    help="what the served judge of the judge-graded benchmarks is (a checkpoint, a dated model "
-                         "version): recorded with its grades and part of its replies' cache key")
-    group.addoption("--mllm-judge-grading-prompts", metavar="FILE",
-                    help="YAML file with the judge-graded benchmarks' judge prompts in your own wording (per "
-                         "benchmark: a user template and an optional system message); see docs/judged.md")
-    group.addoption("--mllm-judge-runs", type=int, default=1, metavar="N",
-                    help="ask a repeatable grader's judge N times per answer and average the grades (the "
-                         "official scorer's num_run; VLMEvalKit's: 1); see docs/judged.md")
-    group.addoption("--mllm-judge-prompts", metavar="FILE",
-                    help="YAML file with the five CEE judge prompts' own wording (id, rule, key, system, user each), "
-                         "replacing the built-in ones; see docs/reference.md")
-    group.addoption("--mllm-prompts", metavar="FILE",
-                    help="evaluate with per-task prompts customized for this model (a --mllm-optimize file); "
-                         "the report compares them with the benchmark's own prompts")
-    group.addoption("--mllm-prompts-transfer", action="store_true",
-                    help="allow a prompts file optimized for another model (TP-Eval's transfer)")
-    group.addoption("--mllm-optimize", metavar="FILE",
-                    help="TP-Eval: customize each task's prompt for the model under test and write them to FILE "
-                         "(one test per task; needs --mllm-optimizer)")
-    group.addoption("--mllm-optimizer", metavar="MODEL", help="the optimizer LLM, openai:<model> on an "
-                    "OpenAI-compatible endpoint")
-    group.addoption("--mllm-optimizer-base-url", metavar="URL", help="the optimizer's endpoint (else $OPENAI_BASE_URL)")
-    group.addoption("--mllm-optimizer-api-key-env", metavar="NAME",
-                    help="environment variable holding the optimizer's API key, which must then be set "
-                         "(default: $OPENAI_API_KEY)")
-    group.addoption("--mllm-optimizer-max-tokens", type=int, default=256, metavar="N",
-                    help="longest optimizer reply (a prompt or an introspection)")
-    for flag, kind, default, text in (
-        ("rounds", int, 16, "optimization rounds N"), ("per-round", int, 3, "new prompts per round M"),
-        ("top-k", int, 8, "earlier prompts shown to the optimizer K"),
-        ("temperature", float, 1.0, "optimizer sampling temperature"),
-        ("alpha", float, 0.8, "weight of accuracy in a prompt's score during the search (α)"),
-        ("alpha-final", float, 0.6, "weight of accuracy in the final re-rank (α*)"),
-        ("few", int, 0, "D_few size per task; 0: the paper's (the whole validation split; half of dev+val when a "
-                        "task has no test samples; else 20 drawn, at most half the task)"),
-        ("seed", int, 0, "seed of the D_few split"),
-    ):
-        group.addoption(f"--mllm-tp-{flag}", type=kind, default=default, metavar="X",
-                        help=f"TP-Eval: {text} (default {default})")
-    group.addoption("--mllm-tp-mode", choices=("auto", "prompt", "prefix"), default="auto",
-                    help="TP-Eval: edit the task's instruction (prompt), or an added phrase before a question that is "
-                         "the whole prompt (prefix); auto decides per task")
-    group.addoption("--mllm-tp-split", choices=("auto", "validation", "seeded"), default="auto",
-                    help="TP-Eval: D_few from the benchmark's validation split (half of dev+val when a task has no "
-                         "test samples, as MMMU in the paper), or a seeded draw (auto: validation when the task has one)")
-    group.addoption("--mllm-tp-zero-shot", action="store_true",
-                    help="TP-Eval: write prompts for tasks not yet in the --mllm-optimize file from the tasks already "
-                         "in it (in-context examples, no scoring)")
     group.addoption("--mllm-gpus", metavar="LIST",
                     help="GPUs to spread xdist workers over, e.g. 0,1,2,3 (default: all visible); -n auto = one per GPU")
     group.addoption("--mllm-gpus-per-worker", type=int, default=1, metavar="K",
@@ -217,6 +153,92 @@ def add_options(parser: pytest.Parser, lists: bool = True) -> None:
     parser.addini("mllm_max_new_tokens", default="", help="longest answer, overriding every spec's max_new_tokens")
     parser.addini("mllm_gate_skip_missing", type="bool", default=False,
                   help="a gate whose benchmark or task did not run is 'not run' instead of failed")
+    after = "mllm"
+    for declared in declared_options():
+        group = parser.getgroup(declared.name, declared.title, after=after)
+        for name, attrs in declared.options:
+            group.addoption(name, **attrs)
+        after = declared.name
+
+
+# A method's options, declared as data beside the code that owns them and read without importing it: `options.json`
+# in the method's package, or `<module>.options.json` beside the module that owns them.
+OPTIONS_FILES = ("*/options.json", "*/*.options.json")
+_FILE_KEYS = {"title", "options"}
+_OPTION_KEYS = {"name", "action", "type", "choices", "default", "metavar", "help"}
+_TYPES: dict[str, type] = {"int": int, "float": float, "str": str}
+_ACTIONS = ("store", "store_true", "append")
+
+
+class OptionsFileError(ValueError):
+    """An options file that pytest cannot take, named with the option and what is wrong."""
+
+
+class DeclaredOptions(NamedTuple):
+    """One options file: its help group (name, title) and each option's name and `addoption` attributes."""
+
+    name: str
+    title: str
+    options: list[tuple[str, dict[str, Any]]]
+
+
+def declared_options(package: Path = Path(__file__).parent) -> list[DeclaredOptions]:
+    """Every options file under `package`, in the order of their paths."""
+    paths = sorted({path for pattern in OPTIONS_FILES for path in package.glob(pattern)})
+    return [read_options_file(path, "mllm " + path.relative_to(package).as_posix()) for path in paths]
+
+
+def read_options_file(path: Path, name: str) -> DeclaredOptions:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise OptionsFileError(f"{path}: not JSON: {error}") from None
+    if not isinstance(data, dict) or set(data) != _FILE_KEYS or not isinstance(data["title"], str) \
+            or not isinstance(data["options"], list):
+        raise OptionsFileError(f"{path}: expected an object with a 'title' (text) and 'options' (a list), and nothing else")
+    return DeclaredOptions(name, data["title"], [_option(path, entry) for entry in data["options"]])
+
+
+def _option(path: Path, entry: Any) -> tuple[str, dict[str, Any]]:
+    """An option's name and `addoption` attributes (its type a Python type), or the error naming what is wrong."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str) or not re.fullmatch(r"--mllm(-[a-z0-9]+)+", name):
+        raise OptionsFileError(f"{path}: {entry!r}: an option is an object whose 'name' is --mllm-<words>")
+    attrs = {key: value for key, value in entry.items() if key != "name"}
+    problem = _problem(attrs)
+    if problem:
+        raise OptionsFileError(f"{path}: option {name}: {problem}")
+    if "type" in attrs:
+        attrs["type"] = _TYPES[attrs["type"]]
+    return name, attrs
+
+
+def _problem(attrs: dict[str, Any]) -> str | None:
+    """What makes an option's attributes unfit for `addoption`, or None."""
+    action, kind = attrs.get("action", "store"), attrs.get("type", "str")
+    default, choices = attrs.get("default"), attrs.get("choices")
+    unknown = sorted(set(attrs) - _OPTION_KEYS)
+    checks = (
+        (unknown, f"unknown keys {unknown} (known: {', '.join(sorted(_OPTION_KEYS))})"),
+        (not isinstance(attrs.get("help"), str) or not attrs["help"], "'help' is a text and required"),
+        (not isinstance(action, str) or action not in _ACTIONS, f"unknown action {action!r} (known: {', '.join(_ACTIONS)})"),
+        (not isinstance(kind, str) or kind not in _TYPES, f"unknown type {kind!r} (known: {', '.join(_TYPES)})"),
+        (action == "store_true" and bool({"type", "choices", "metavar"} & set(attrs)),
+         "a store_true option takes no type, choices or metavar"),
+        (choices is not None and (not isinstance(choices, list) or not choices
+                                  or not all(isinstance(choice, str) for choice in choices)),
+         "'choices' is a list of texts"),
+        (default is not None and action == "store_true" and not isinstance(default, bool), "a store_true default is true or false"),
+        (default is not None and action != "store_true" and not _fits(default, kind),
+         f"default {default!r} is not of type {kind}"),
+        (default is not None and isinstance(choices, list) and default not in choices, f"default {default!r} is not a choice"),
+    )
+    return next((text for failed, text in checks if failed), None)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    expected = _TYPES.get(kind, str)
+    return not isinstance(value, bool) and isinstance(value, (int, float) if expected is float else expected)
 
 
 def _model_help() -> str:

@@ -9,8 +9,11 @@ its Markdown lines, the files it writes and the parts it adds to each record (`r
 A section may also derive its part once from a benchmark's records after the metrics (`derive`: values with
 an uncertainty of their own, never recomputed on bootstrap resamples), stand in for measured values in the
 gates (`stand_in`: an estimate of the full run from a subset, decided on its interval), and pair a run with a
-baseline itself (`pair`). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) iterate over the registered
-sections and never name one.
+baseline itself (`pair`). With its run settings (`read_options`), a section may also check a benchmark's samples
+before their tests are collected (`check_samples`), keep samples out of the tests (`set_aside`), change how a batch
+is answered (`wrap_answer`), or make the run work per task instead of per sample (`task_job`). The generic
+outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) and the core iterate over the registered sections
+and never name one.
 
 A section registers itself where it is defined, by a top-level line `register_section("name", …)`
 (in the package, a `section.py` of the method's package or a `<family>_section.py` beside the family's
@@ -117,6 +120,8 @@ class RunSettings(Protocol):
         """The files the run reads for it, by what they are ("the --mllm-… file"): no output may overwrite them."""
 
 
+# records of (sample, spec) pairs, one per pair in order (`evaluation.Answer` of a batch)
+BatchAnswer = Callable[[Sequence[tuple[Any, Any]]], list[Any]]
 # (record, sample, read through VLMEvalKit's .xlsx?) triples whose verdict is the step's, set in place
 VerdictStep = Callable[[Sequence[tuple[Any, Any, bool]]], None]
 
@@ -218,6 +223,41 @@ class Section:
         """Its settings for a run, from its command-line options (`option("mllm_…")`, declared in `plugin.py`)
         and the run's benchmarks ({name: the answer parsers its spec names}); ValueError names the option and
         the fix, before anything runs. None: it has none."""
+        return None
+
+    def uses_cache(self, settings: Any) -> bool:
+        """Whether, with its `read_options` settings, the run makes calls of its own that the response cache keeps
+        (an LLM's replies besides the model's answers): the cache is then opened even for a model answering without
+        work."""
+        return False
+
+    def run_outputs(self, settings: Any) -> dict[str, Path]:
+        """{option: file} of the files the run writes as it goes, from its settings (a file written task by task):
+        checked before anything runs like the output files, never one of the run's inputs."""
+        return {}
+
+    def check_samples(self, settings: Any, spec: Any, samples: Sequence[Any], run: Any) -> None:
+        """Check a benchmark's samples (of a `BenchmarkSpec`, as `expand` left them) against its settings and the
+        run's `evaluation.EvaluationSettings`, once per benchmark before their tests are collected; ValueError names
+        the file or option and the fix."""
+
+    def set_aside(self, settings: Any, sample: Any) -> bool:
+        """Whether the run keeps a `Sample` out of its tests (its answer could not be scored fairly: the sample
+        served to tune how the benchmark is asked); asked of every sample, only where the section has settings for
+        the run (`read_options`); False by default."""
+        return False
+
+    def wrap_answer(self, settings: Any, answer: BatchAnswer) -> BatchAnswer:
+        """How the run answers a batch of (sample, spec) pairs, given `answer`, the evaluator's (or the sections'
+        before it): by default `answer` itself; a section may ask under another spec, keep a second answer in each
+        record (a `RecordPart`), or make a record an error. One record per pair, in order. Called once, when the
+        evaluation starts: a file the section needs is read then (a `record.MessageOnly` error stops the run)."""
+        return answer
+
+    def task_job(self, settings: Any, run: Any, answer: BatchAnswer, cache: Any) -> Any | None:
+        """The job the run does per task instead of answering samples (an `evaluation.TaskJob`: one test per
+        task), built once per process from its settings, the run's `evaluation.EvaluationSettings`, the evaluator's
+        `answer` and the response cache (None when off); None: the run answers samples."""
         return None
 
     def verdict_step(self, settings: Any, run: Any, cache: Any) -> VerdictStep:
@@ -393,6 +433,17 @@ def run_settings(option: Callable[[str], Any], benchmarks: Mapping[str, Sequence
     """{section: its settings} of the sections with settings for this run (`Section.read_options`)."""
     found = {section.name: section.read_options(option, benchmarks) for section in all_sections()}
     return {name: settings for name, settings in found.items() if settings is not None}
+
+
+def uses_cache(settings: Mapping[str, Any]) -> bool:
+    """Whether a section with settings for the run ({section: its settings}) keeps calls in the response cache."""
+    return any(SECTIONS.get(name).uses_cache(value) for name, value in settings.items())
+
+
+def run_outputs(settings: Mapping[str, Any]) -> dict[str, Path]:
+    """{option: file} of the files the sections with settings for the run write as it goes (`Section.run_outputs`)."""
+    return {option: path for name, value in settings.items()
+            for option, path in SECTIONS.get(name).run_outputs(value).items()}
 
 
 def parts_from_sample(metadata: Mapping[str, Any]) -> dict[str, Any]:

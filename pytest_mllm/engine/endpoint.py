@@ -1,10 +1,12 @@
 """`Endpoint`: where and how to reach an OpenAI-compatible chat-completions server, and
-`api_key_for`: which API key, if any, may be sent there (the one place that decides)."""
+`api_key_for`: which API key, if any, may be sent there (the one place that decides);
+`endpoint_from_options`: one read from its command-line options."""
 
 from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -104,3 +106,30 @@ class Endpoint:
 
         return ReplicaClient([ChatClient(url, self.api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
                                          concurrency=self.concurrency, hung_fails_fast=False) for url in self.urls])
+
+
+def endpoint_from_options(option: Callable[[str], Any], url_option: str, key_option: str) -> Endpoint:
+    """An endpoint from its URL and key-variable options (`option("mllm_…")`) and the shared limits
+    (--mllm-timeout, --mllm-max-retries, --mllm-concurrency); ValueError names the option and the fix."""
+    for name, ok, wanted in (("mllm_timeout", option("mllm_timeout") > 0, "a number of seconds above 0"),
+                             ("mllm_max_retries", option("mllm_max_retries") >= 0, "0 or more"),
+                             ("mllm_concurrency", option("mllm_concurrency") >= 1, "1 or more")):
+        if not ok:
+            raise ValueError(f"--{name.replace('_', '-')} must be {wanted}, got {option(name)}")
+    raw = option(url_option)
+    urls = [u.strip() for value in (raw if isinstance(raw, list) else [raw] if raw else [])
+            for u in value.split(",") if u.strip()]
+    if len(urls) > 1 and url_option != "mllm_base_url":
+        raise ValueError(f"--{url_option.replace('_', '-')}: one URL only (several replicas are for the model "
+                         f"under test, --mllm-base-url), got {', '.join(urls)}")
+    base_url = urls[0] if urls else None
+    try:
+        api_key = api_key_for(option(key_option), base_url)
+    except ApiKeyError as exc:
+        raise ValueError(f"--{key_option.replace('_', '-')}={exc.variable}: {exc}") from None
+    try:
+        return Endpoint(base_url=base_url, api_key=api_key, timeout_s=option("mllm_timeout"),
+                        max_retries=option("mllm_max_retries"), concurrency=option("mllm_concurrency"),
+                        replicas=tuple(urls[1:]))
+    except ValueError as exc:
+        raise ValueError(f"--{url_option.replace('_', '-')}: {exc}") from None

@@ -51,7 +51,7 @@ class BenchmarkFile(pytest.File):
 
             yield from task_items(self, spec, samples, job)
             return
-        evaluation.check_prompts(spec, samples)
+        evaluation.check_samples(spec, samples)
         evaluation.check_replay(spec, samples)
         marks = _Marks(self.config, spec)
         check = evaluation.sample_check(spec)

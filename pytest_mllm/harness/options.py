@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_mllm.engine.endpoint import ApiKeyError, Endpoint, api_key_for
+from pytest_mllm.engine.endpoint import Endpoint, endpoint_from_options
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec, load_spec
 from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
 from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, run_name
@@ -29,9 +29,7 @@ from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
-from pytest_mllm.sections import output_files, run_settings
-from pytest_mllm.tpeval.run import OptimizationSettings
-from pytest_mllm.tpeval.settings import TpSettings
+from pytest_mllm.sections import output_files, run_outputs, run_settings, uses_cache
 
 if TYPE_CHECKING:
     from pytest_mllm.estimate.plan import EstimateSettings
@@ -75,7 +73,6 @@ class Options:
         fetch_run_data(config, dict.fromkeys([*benchmarks, *(in_run or {}).values()]), data, data_cache)
         cache_dir = opt("mllm_cache_dir") or config.getini("mllm_cache_dir") or str(config.rootpath / ".mllm_cache")
         model = ModelRef.parse(opt("mllm") or "")
-        _check_cache_dir(config, Path(cache_dir).expanduser(), model)
         evaluation = EvaluationSettings(
             model=opt("mllm") or "", data=data,
             max_pixels=opt("mllm_max_image_pixels"), batch_size=opt("mllm_batch_size"), cache_mode=opt("mllm_cache"),
@@ -85,11 +82,10 @@ class Options:
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
             endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env"), model),
-            judge=_judge(config), prompts_path=_path(opt("mllm_prompts")),
-            prompts_transfer=opt("mllm_prompts_transfer"), optimize=_optimization(config),
-            worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
+            judge=_judge(config), worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config),
             sections=_section_settings(config, benchmarks))
+        _check_cache_dir(config, evaluation.cache_path.parent, model, uses_cache(evaluation.sections))
         outputs = Outputs(json_path=_path(opt("mllm_json")), html_path=_path(opt("mllm_html")),
                           section_files={option: _path(opt(option)) for option in output_files()},
                           markdown_path=_path(opt("mllm_markdown")), step_summary=_path(os.environ.get(
@@ -99,7 +95,7 @@ class Options:
 
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
             inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
-                "the --mllm-baseline file": gates.baseline, "the --mllm-prompts file": evaluation.prompts_path,
+                "the --mllm-baseline file": gates.baseline,
                 "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 **{what: path for settings in evaluation.sections.values() for what, path in settings.inputs().items()},
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
@@ -107,7 +103,7 @@ class Options:
                    for p in (evaluation.estimate.panel.files if evaluation.estimate else ())}})
             try:
                 outputs = outputs.check(inputs, also=[*pytest_outputs(config), *(
-                    [Output("--mllm-optimize", evaluation.optimize.path)] if evaluation.optimize else [])])
+                    Output(option, path) for option, path in run_outputs(evaluation.sections).items())])
             except OutputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return cls(benchmarks=benchmarks, evaluation=evaluation, outputs=outputs, gates=gates,
@@ -183,7 +179,6 @@ _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
     ("mllm_show_incorrect", 0, None, "0 or more"),
     ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
-    ("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
     ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
     ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
     ("mllm_concurrency", 1, 1 << 12, "1 or more"),
@@ -284,10 +279,11 @@ def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None
                 "--mllm-gate-skip-missing to let it be 'not run'")
 
 
-def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef) -> None:
-    """The response cache's folder exists or can be created (when the cache will be used)."""
+def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef, sections_use_cache: bool) -> None:
+    """The response cache's folder exists or can be created (when the cache will be used: by the model, the
+    judge, or a section's calls, `Section.uses_cache`)."""
     opt = config.getoption
-    if opt("mllm_cache") == "off" or (model.instant and not opt("mllm_judge") and not opt("mllm_optimize")):
+    if opt("mllm_cache") == "off" or (model.instant and not opt("mllm_judge") and not sections_use_cache):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"
@@ -312,29 +308,10 @@ def _data_roots(values: list[str], in_run: dict[str, Path] | None) -> dict[str, 
 
 def _endpoint(config: pytest.Config, url_option: str, key_option: str) -> Endpoint:
     """An OpenAI-compatible endpoint from its URL and key-variable options and the shared limits."""
-    opt = config.getoption
-    for name, ok, wanted in (("mllm_timeout", opt("mllm_timeout") > 0, "a number of seconds above 0"),
-                             ("mllm_max_retries", opt("mllm_max_retries") >= 0, "0 or more"),
-                             ("mllm_concurrency", opt("mllm_concurrency") >= 1, "1 or more")):
-        if not ok:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be {wanted}, got {opt(name)}")
-    raw = opt(url_option)
-    urls = [u.strip() for value in (raw if isinstance(raw, list) else [raw] if raw else [])
-            for u in value.split(",") if u.strip()]
-    if len(urls) > 1 and url_option != "mllm_base_url":
-        raise pytest.UsageError(f"--{url_option.replace('_', '-')}: one URL only (several replicas are for the model "
-                                f"under test, --mllm-base-url), got {', '.join(urls)}")
-    base_url = urls[0] if urls else None
     try:
-        api_key = api_key_for(opt(key_option), base_url)
-    except ApiKeyError as exc:
-        raise pytest.UsageError(f"--{key_option.replace('_', '-')}={exc.variable}: {exc}") from None
-    try:
-        return Endpoint(base_url=base_url, api_key=api_key,
-                        timeout_s=opt("mllm_timeout"), max_retries=opt("mllm_max_retries"),
-                        concurrency=opt("mllm_concurrency"), replicas=tuple(urls[1:]))
+        return endpoint_from_options(config.getoption, url_option, key_option)
     except ValueError as exc:
-        raise pytest.UsageError(f"--{url_option.replace('_', '-')}: {exc}") from None
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _replay_min_match(config: pytest.Config) -> float:
@@ -381,32 +358,6 @@ def _judge_prompts(path: str | None) -> tuple[Prompt, ...] | None:
         return load_prompts(Path(path).expanduser())
     except PromptsFileError as exc:
         raise pytest.UsageError(f"--mllm-judge-prompts: {exc}") from None
-
-
-def _optimization(config: pytest.Config) -> OptimizationSettings | None:
-    """TP-Eval's settings from --mllm-optimize and --mllm-tp-*; a bad value names its option."""
-    opt = config.getoption
-    try:
-        search = TpSettings(
-            rounds=opt("mllm_tp_rounds"), per_round=opt("mllm_tp_per_round"), top_k=opt("mllm_tp_top_k"),
-            temperature=opt("mllm_tp_temperature"), alpha=opt("mllm_tp_alpha"), alpha_final=opt("mllm_tp_alpha_final"),
-            few=opt("mllm_tp_few"), seed=opt("mllm_tp_seed"), mode=opt("mllm_tp_mode"))
-        search.validate()
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not opt("mllm_optimize"):
-        return None
-    if opt("mllm_prompts"):
-        raise pytest.UsageError("--mllm-optimize and --mllm-prompts do not go together: optimize first, then "
-                                "evaluate with --mllm-prompts=FILE in another run")
-    if not ModelRef.parse(opt("mllm_optimizer") or "").served:
-        raise pytest.UsageError("--mllm-optimize needs an optimizer LLM: pass --mllm-optimizer=openai:MODEL "
-                                "(and --mllm-optimizer-base-url=URL for a local server)")
-    return OptimizationSettings(
-        path=Path(opt("mllm_optimize")).expanduser(), optimizer=opt("mllm_optimizer"),
-        endpoint=_endpoint(config, "mllm_optimizer_base_url", "mllm_optimizer_api_key_env"),
-        search=search, max_tokens=opt("mllm_optimizer_max_tokens"), split=opt("mllm_tp_split"),
-        zero_shot=opt("mllm_tp_zero_shot"))
 
 
 def _estimate(config: pytest.Config) -> EstimateSettings | None:

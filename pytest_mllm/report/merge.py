@@ -193,7 +193,9 @@ def merge(paths: Sequence[Path], gates: Any = None) -> tuple[dict[str, Any], dic
     verdicts = gates.verdicts({n: r.metrics for n, r in results.items()},
                               {n: [*r.spec.task_order, *r.spec.groups] for n, r in results.items()},
                               {n: r.spec.headline for n, r in results.items()},
-                              paired=baseline_pairing(gates, results), shortfalls=shortfalls)
+                              paired=baseline_pairing(gates, results), shortfalls=shortfalls,
+                              parts={n: r.scopes for n, r in results.items()},
+                              data={n: (r.data or {}).get("digest") for n, r in results.items()})
     settings = {k: v for k, v in documents[0]["settings"].items() if k != "shard"}
     settings["few_deselected"] = sum(d["settings"].get("few_deselected") or 0 for d in documents)
     settings["model_loads"] = [load for d in documents for load in d["settings"].get("model_loads") or []]

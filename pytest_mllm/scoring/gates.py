@@ -208,6 +208,24 @@ def load_baseline(path: Path) -> dict[str, dict[str, float]]:
         raise GateSyntaxError(f"cannot read baseline results {path}: {exc!s} (expected a --mllm-json file)") from None
 
 
+def load_baseline_data(path: Path) -> dict[str, str]:
+    """{benchmark: the digest of the data it ran on} from an earlier `--mllm-json` file (a benchmark written
+    before digests were recorded has none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {name: digest for name, b in data["benchmarks"].items()
+                if isinstance(digest := (b.get("data") or {}).get("digest"), str)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return {}
+
+
+def data_changes(before: Mapping[str, str], now: Mapping[str, str | None]) -> dict[str, str]:
+    """{benchmark: why its limits cannot be decided} where the baseline ran on other data than this run."""
+    return {name: (f"the data changed (digest {digest} vs the baseline's {before[name]}): a data change, not a "
+                   "model's regression; compare runs on the same data")
+            for name, digest in now.items() if digest and before.get(name) and digest != before[name]}
+
+
 def load_baseline_scopes(path: Path) -> dict[str, Mapping[str, Any]]:
     """{benchmark: its scopes} from an earlier `--mllm-json` file ({} where it holds none)."""
     try:
@@ -295,10 +313,11 @@ class GateSettings:
     def verdicts(self, current: Mapping[str, Mapping[str, float]], scopes: Mapping[str, Iterable[str]],
                  headlines: Mapping[str, str], paired: Callable[[str], Any] | None = None,
                  parts: Mapping[str, Mapping[str, Any]] | None = None,
-                 shortfalls: Sequence[Shortfall] = ()) -> list[Verdict]:
+                 shortfalls: Sequence[Shortfall] = (), data: Mapping[str, str | None] | None = None) -> list[Verdict]:
         """Every gate's verdict on {benchmark: flat metrics}; an unreadable baseline fails.
         `paired` decides statistical regression limits (see `evaluate_regressions`); `parts` ({benchmark: its
-        scopes}) keeps a benchmark from comparison where a section says its baseline run cannot be compared.
+        scopes}) keeps a benchmark from comparison where a section says its baseline run cannot be compared, and
+        `data` ({benchmark: the digest of its data}) where the baseline ran on other data.
 
         A gate left unevaluated (its benchmark did not run, was misspelled, or -k removed its
         task) fails, saying why, unless `skip_missing` makes that "not run" on purpose. While the run is not a
@@ -314,6 +333,7 @@ class GateSettings:
             before = load_baseline_scopes(self.baseline) if parts is not None else {}
             incomparable = {name: why for name, now in (parts or {}).items()
                             if (why := sections.incomparable(before.get(name) or {}, now)) is not None}
+            incomparable = {**data_changes(load_baseline_data(self.baseline), data or {}), **incomparable}
             verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines, paired, incomparable)
         if not self.skip_missing:
             ran = ", ".join(sorted(current)) or "none"

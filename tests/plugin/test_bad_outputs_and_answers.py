@@ -251,6 +251,11 @@ HOSTILE = [
             between=edit_row('"answer": "no"', '"answer": "yes"'),
             check=lambda tmp, output: ("1 left out: their inputs changed" in output
                                        and "a data change, not a model's regression" in output) or pytest.fail(output)),
+    Hostile(Case("baseline: the run's own limit against a baseline run on other data",
+                 (*MINE, "--mllm-baseline={tmp}/a.json", "--mllm-max-drop=0.01"), FAILED,
+                 "not evaluated: the data changed (digest", jsonl_bench(rows=TWO_ROWS)),
+            prepare=((*MINE, "--mllm-json={tmp}/a.json"),), between=edit_row('"answer": "no"', '"answer": "yes"'),
+            check=lambda tmp, output: "a data change, not a model's regression" in output or pytest.fail(output)),
 ]
 
 
@@ -265,10 +270,10 @@ def test_hostile_input(hostile: Hostile, pytester: pytest.Pytester, monkeypatch:
     if hostile.prepare:
         case.build(tmp)
         for n, args in enumerate(hostile.prepare):
-            if n == 1 and hostile.between is not None:
-                hostile.between(tmp)
             prepared = pytester.runpytest(*BASE, *(arg.replace("{tmp}", str(tmp)) for arg in args))
             assert prepared.ret in (OK, FAILED, pytest.ExitCode.NO_TESTS_COLLECTED), prepared.stdout.str()
+            if n == 0 and hostile.between is not None:
+                hostile.between(tmp)
         case = dataclasses.replace(case, build=nothing)
     with _server(hostile.server) as url:
         case = dataclasses.replace(case, args=tuple(a.replace("{server}", url) for a in case.args),

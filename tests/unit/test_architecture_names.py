@@ -65,12 +65,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
 PENDING: dict[str, str] = {
     "pytest_mllm.engine.evaluator": "judge",
     "pytest_mllm.engine.catalogue": "judge",
-    "pytest_mllm.evaluation": "judge tpeval",
-    "pytest_mllm.harness.options": "judge tpeval",
-    # Every option is declared in plugin.py, which imports nothing else of the package (it runs in every pytest
-    # run: tests/plugin/test_inert.py), so a method's options (--mllm-judge*, --mllm-optimize*, --mllm-tp-*,
-    # --mllm-vrp*, --mllm-mme-results) and the help's examples ('mme.perception>=1400') keep their names there.
-    "pytest_mllm.plugin": "circular judge mmbench mme mmmu tpeval vrp",
+    "pytest_mllm.evaluation": "judge",
+    "pytest_mllm.harness.options": "judge",
     "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
     "pytest_mllm.scoring.score": "judge",
 }

@@ -300,3 +300,60 @@ def test_a_parser_may_leave_its_verdict_to_a_sections_step_and_a_section_may_ref
     finally:
         PARSERS.remove("toss_call")
         sections.SECTIONS.remove("toss")
+
+
+class TwiceSection(Section):
+    """With its settings "on": checks that a benchmark has samples, sets aside each task's first sample, and
+    answers every batch twice, keeping the second answer beside the first; with "job": a job per task."""
+
+    def __init__(self, asked: list[int]) -> None:
+        self.asked = asked
+
+    def check_samples(self, settings: Any, spec: Any, samples: Any, run: Any) -> None:
+        if settings == "on" and not samples:
+            raise ValueError(f"benchmark {spec.name!r} has no samples to answer twice")
+
+    def set_aside(self, settings: Any, sample: Any) -> bool:
+        return bool(settings == "on" and sample.id.endswith("::0"))
+
+    def wrap_answer(self, settings: Any, answer: Any) -> Any:
+        if settings != "on":
+            return answer
+
+        def twice(items: Any) -> list[Any]:
+            self.asked.append(len(items))
+            records = answer(items)
+            for record, again in zip(records, answer(items)):
+                record["error"] = f"again: {again['response']}"
+            return records
+
+        return twice
+
+    def task_job(self, settings: Any, run: Any, answer: Any, cache: Any) -> Any:
+        return ("a job", run.model) if settings == "job" else None
+
+
+def test_a_section_may_check_set_aside_and_answer_samples_or_work_per_task_without_the_core_naming_it(
+        tmp_path: Path) -> None:
+    from pytest_mllm.engine.spec import SpecError
+    from pytest_mllm.evaluation import Evaluation, EvaluationSettings
+
+    sections.all_sections()
+    asked: list[int] = []
+    sections.register_section("twice", TwiceSection(asked))
+    try:
+        spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl")
+        items = [(Sample(id=f"t::{n}", benchmark="b", task="t", question="?", answer="yes"), spec) for n in range(2)]
+        plain = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off"))
+        assert plain.task_job() is None and not plain.set_aside(items[0][0])
+        assert [r["error"] for r in plain.answer(items)] == [None, None] and asked == []
+        evaluation = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off", sections={"twice": "on"}))
+        evaluation.check_samples(spec, [s for s, _ in items])
+        with pytest.raises(SpecError, match="'b' has no samples to answer twice"):
+            evaluation.check_samples(spec, [])
+        assert [evaluation.set_aside(s) for s, _ in items] == [True, False]
+        assert [r["error"] for r in evaluation.answer(items)] == ["again: Yes", "again: Yes"] and asked == [2]
+        per_task = Evaluation(EvaluationSettings(model="baseline:yes", cache_mode="off", sections={"twice": "job"}))
+        assert per_task.task_job() == ("a job", "baseline:yes") and per_task.task_job() is per_task.task_job()
+    finally:
+        sections.SECTIONS.remove("twice")
