@@ -236,7 +236,7 @@ class _Pool:
     def __init__(self, client: Any, url: str, headers: dict[str, str], timeout: Any) -> None:
         template = client.build_request("POST", url, content=b"", headers=headers, timeout=timeout)
         self.client = client
-        self._request = type(template)
+        self._request = type(template)  # the Request class of the httpx the SDK is built on (httpx or httpx2)
         self._url = template.url
         self._headers = template.headers.copy()
         del self._headers["Content-Length"]  # each body adds its own, last, as the client's build does
