@@ -1,5 +1,5 @@
-"""The evaluation core, free of pytest: a run's model, judge and cache, its samples, its answers in
-batches (as its sections change them), and the records it gathers into scores.
+"""The evaluation core, free of pytest: a run's model and cache and the sections' settings, its samples, its
+answers in batches (as its sections change them), and the records it gathers into scores.
 
 The pytest harness (`pytest_mllm.harness`) drives one `Evaluation` per process; a script or a
 notebook can drive one too:
@@ -31,12 +31,12 @@ from pytest_mllm.loaders import load_samples
 from pytest_mllm.models.ref import ModelRef
 from pytest_mllm.record import Record
 from pytest_mllm.sample import BadSample, Model, Sample, SkippedSample
-from pytest_mllm.sections import SECTIONS, BatchAnswer, Section, VerdictStep, all_sections, uses_cache
+from pytest_mllm.sections import (SECTIONS, BatchAnswer, Section, VerdictStep, all_sections, described, review_steps,
+                                  uses_cache)
 
 if TYPE_CHECKING:
     from pytest_mllm.engine.cache import ResponseCache
     from pytest_mllm.estimate.plan import EstimateSettings
-    from pytest_mllm.judge.prompts import Prompt
     from pytest_mllm.report.results import BenchmarkResult
 
 AnySample = Sample | BadSample | SkippedSample
@@ -75,22 +75,6 @@ SampleCheck = Callable[[Sample, Answer, Callable[[list[Record]], None]], None]
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
-    """The CEE judge for open answers (Tiny LVLM-eHub): an LLM at an OpenAI-compatible endpoint."""
-
-    model: str  # "openai:<name>"
-    endpoint: Endpoint
-    mode: str = "strict"
-    temperature: float = 0.0
-    max_tokens: int = 512
-    prompts: tuple[Prompt, ...] | None = None  # --mllm-judge-prompts, checked; None: the built-in five
-
-    @cached_property
-    def model_ref(self) -> ModelRef:
-        return ModelRef.parse(self.model)
-
-
-@dataclass(frozen=True)
 class EvaluationSettings:
     """Everything that decides which answers a run gets and how they are scored."""
 
@@ -104,7 +88,6 @@ class EvaluationSettings:
     hf_options: Mapping[str, Any] = field(default_factory=lambda: {"device": "auto", "dtype": "auto",
                                                                    "trust_remote_code": False})
     endpoint: Endpoint = field(default_factory=Endpoint.from_environment)  # of an openai:<model> under test
-    judge: JudgeSettings | None = None
     worker: bool = False  # one of several processes sharing the CPU cores
     # (this process's index, the processes running the run together): a served model's concurrency is shared out
     workers: tuple[int, int] = (0, 1)
@@ -133,15 +116,12 @@ class Evaluation:
         self._make_user_model = make_model
         self.turn = Turn()  # held by each answer of an `AnswerPipeline` (a served model's requests in flight)
         self.cache = self._open_cache()
-        # a judge whose replies are recorded in a file answers only the sections' verdict steps
-        live_judge = settings.judge is not None and not settings.judge.model_ref.recording
         self.evaluator = Evaluator(
             self._make_model, model_name=settings.model, max_pixels=settings.max_pixels, cache=self.cache,
             identity_factory=self._model_identity,
-            settings=_answer_settings(settings.hf_options),
-            judge_factory=self._make_judge if live_judge else None, withhold_images=settings.no_image,
-            extractor_factory=self._make_choice_extractor if live_judge else None,
-            verdict_steps=self._verdict_step, max_new_tokens=settings.max_new_tokens, on_load=on_load)
+            settings=_answer_settings(settings.hf_options), withhold_images=settings.no_image,
+            verdict_steps=self._verdict_step, review_steps=review_steps(settings.sections, settings, self.cache),
+            max_new_tokens=settings.max_new_tokens, on_load=on_load)
         self.specs: dict[str, BenchmarkSpec] = {}  # by benchmark name
         self._records: list[Record] = []
         self._rows: dict[str, Sequence[AnySample]] = {}  # benchmark → the samples its loader read (for `data`)
@@ -183,8 +163,9 @@ class Evaluation:
 
     def _open_cache(self) -> ResponseCache | None:
         s = self.settings
-        # caching the answers of a model that answers without work would only cost disk
-        if s.cache_mode == "off" or (s.model_ref.instant and s.judge is None and not uses_cache(s.sections)):
+        # caching the answers of a model that answers without work would only cost disk (the calls a section
+        # makes of its own, an LLM's replies, are worth keeping)
+        if s.cache_mode == "off" or (s.model_ref.instant and not uses_cache(s.sections)):
             return None
         from pytest_mllm.engine.cache import ResponseCache
 
@@ -197,26 +178,6 @@ class Evaluation:
         revision = model_args.loading.get("revision") if model_args else None
         identity = model_identity(self.settings.model_ref, revision)
         return identity if identity is not None else getattr(self.evaluator.model, "identity", None)
-
-    def _make_judge(self) -> Any:
-        """The CEE judge; its replies share the response cache."""
-        from pytest_mllm.judge import Judge
-
-        judge = self.settings.judge
-        assert judge is not None
-        return Judge(judge.endpoint.client(), judge.model_ref.served_name, temperature=judge.temperature,
-                     mode=judge.mode, max_tokens=judge.max_tokens, cache=self.cache,  # type: ignore[arg-type]
-                     prompts=judge.prompts)
-
-    def _make_choice_extractor(self) -> Any:
-        """The judge LLM reading `choice` answers the rules cannot (VLMEvalKit's LLM extraction);
-        temperature 0, its replies in the response cache."""
-        from pytest_mllm.judge.choice_extractor import ChoiceExtractor
-
-        judge = self.settings.judge
-        assert judge is not None
-        return ChoiceExtractor(judge.endpoint.client(), judge.model_ref.served_name,
-                               max_tokens=judge.max_tokens, cache=self.cache)
 
     def _verdict_step(self, section: str) -> VerdictStep:
         """The verdict step of a section (`Section.verdict_step`) with its settings for this run."""
@@ -411,10 +372,9 @@ class Evaluation:
         return {
             "model": s.model, "batch_size": s.batch_size, "cache": s.cache_mode,
             "model_args": {**model_args.loading, **model_args.processor} if model_args else {},
-            "judge": s.judge.model if s.judge else None, "judge_mode": s.judge.mode if s.judge else None,
             "images_withheld": s.no_image, "max_new_tokens": s.max_new_tokens,
             **({"estimate": s.estimate.describe()} if s.estimate is not None else {}),
-            **{key: value for settings in s.sections.values() for key, value in settings.describe().items()},
+            **described(s.sections),
         }
 
 

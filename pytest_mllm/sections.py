@@ -11,9 +11,10 @@ an uncertainty of their own, never recomputed on bootstrap resamples), stand in 
 gates (`stand_in`: an estimate of the full run from a subset, decided on its interval), and pair a run with a
 baseline itself (`pair`). With its run settings (`read_options`), a section may also check a benchmark's samples
 before their tests are collected (`check_samples`), keep samples out of the tests (`set_aside`), change how a batch
-is answered (`wrap_answer`), or make the run work per task instead of per sample (`task_job`). The generic
-outputs (`report/`, `scoring/gates.py`, `harness/junit.py`) and the core iterate over the registered sections
-and never name one.
+is answered (`wrap_answer`), make the run work per task instead of per sample (`task_job`), give the verdicts of the
+parsers naming it (`verdict_step`) and take a second pass over every answered batch (`review_step`: an LLM revising
+the verdicts the rules could not decide). The generic outputs (`report/`, `scoring/gates.py`, `harness/junit.py`)
+and the core (`engine/evaluator.py`, `evaluation.py`) iterate over the registered sections and never name one.
 
 A section registers itself where it is defined, by a top-level line `register_section("name", …)`
 (in the package, a `section.py` of the method's package or a `<family>_section.py` beside the family's
@@ -124,6 +125,8 @@ class RunSettings(Protocol):
 BatchAnswer = Callable[[Sequence[tuple[Any, Any]]], list[Any]]
 # (record, sample, read through VLMEvalKit's .xlsx?) triples whose verdict is the step's, set in place
 VerdictStep = Callable[[Sequence[tuple[Any, Any, bool]]], None]
+# every (record, sample) pair of an answered batch, once every verdict is given: the step may revise them in place
+ReviewStep = Callable[[Sequence[tuple[Any, Any]]], None]
 
 
 class Section:
@@ -265,6 +268,18 @@ class Section:
         per run from its `read_options` settings, the run's `evaluation.EvaluationSettings` and the response
         cache (None when off)."""
         raise NotImplementedError(f"section {self.name!r} gives no verdicts")
+
+    def review_step(self, settings: Any, run: Any, cache: Any) -> ReviewStep | None:
+        """A second pass over every answered batch, after the parsers' and the sections' verdicts: it gets the
+        batch's (record, sample) pairs and may revise a verdict in place (an LLM reading the answers the rules
+        could not decide). Built once per run from its `read_options` settings, the run's
+        `evaluation.EvaluationSettings` and the response cache (None when off); None: no second pass."""
+        return None
+
+    def describe(self, settings: Any) -> dict[str, Any]:
+        """Its settings as the results file records them (beside the run's own), from its `read_options` settings
+        (None: it has none this run): by default theirs, else nothing."""
+        return settings.describe() if settings is not None else {}
 
     def write(self, option: str, path: Path, results: Mapping[str, Any]) -> str | None:
         """Write the file `option` asks for, from {benchmark: `report.results.BenchmarkResult`}; what was
@@ -440,6 +455,17 @@ def uses_cache(settings: Mapping[str, Any]) -> bool:
     return any(SECTIONS.get(name).uses_cache(value) for name, value in settings.items())
 
 
+def review_steps(settings: Mapping[str, Any], run: Any, cache: Any) -> list[ReviewStep]:
+    """The second passes over every answered batch (`Section.review_step`), in the sections' order, from their
+    settings ({section: its run settings}), the run's settings and the response cache."""
+    steps = [section.review_step(settings.get(section.name), run, cache) for section in all_sections()]
+    return [step for step in steps if step is not None]
+
+
+def described(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every section's settings as the results file records them (`Section.describe`), in the sections' order."""
+    return {key: value for section in all_sections()
+            for key, value in section.describe(settings.get(section.name)).items()}
 def run_outputs(settings: Mapping[str, Any]) -> dict[str, Path]:
     """{option: file} of the files the sections with settings for the run write as it goes (`Section.run_outputs`)."""
     return {option: path for name, value in settings.items()

@@ -116,7 +116,7 @@ def _by_file() -> dict[str, VLMEvalKitEntry]:
 
 # --- the type templates (registered beside the parser or metric each relies on) ------------------------------
 
-OTHER_KINDS = {"yes_no": "yes/no", "judge": "judge-graded", "video": "video", "interleaved": "interleaved output",
+OTHER_KINDS = {"yes_no": "yes/no", "llm_graded": "LLM-graded", "video": "video", "interleaved": "interleaved output",
                "other": "its own scorer"}  # kinds no template reproduces, in words
 
 

@@ -17,11 +17,10 @@ from pytest_mllm.engine.cache import ResponseCache, cache_key
 from pytest_mllm.engine.data_identity import input_digest
 from pytest_mllm.engine.images import DEFAULT_MAX_PIXELS, DecodedImages, ImageError, load_image
 from pytest_mllm.engine.spec import BenchmarkSpec
-from pytest_mllm.record import Record, new_record, status_of
+from pytest_mllm.record import Record, new_record
 from pytest_mllm.sample import Model, Request, Response, Sample
-from pytest_mllm.scoring.score import NOT_YET_RULED, get_parser, normalize_answer, references, score_record
-from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.sections import VerdictStep, parts_from_sample
+from pytest_mllm.scoring.score import NOT_YET_RULED, get_parser, normalize_answer, score_record
+from pytest_mllm.sections import ReviewStep, VerdictStep, parts_from_sample
 
 
 def render_options(sample: Sample) -> str:
@@ -93,9 +92,8 @@ class Evaluator:
                  max_pixels: int = DEFAULT_MAX_PIXELS, cache: ResponseCache | None = None,
                  identity_factory: Callable[[], str | None] = lambda: None,
                  settings: dict[str, Any] | None = None,
-                 judge_factory: Callable[[], Any] | None = None, withhold_images: bool = False,
-                 extractor_factory: Callable[[], Any] | None = None, max_new_tokens: int | None = None,
-                 verdict_steps: Callable[[str], VerdictStep] | None = None,
+                 withhold_images: bool = False, max_new_tokens: int | None = None,
+                 verdict_steps: Callable[[str], VerdictStep] | None = None, review_steps: Sequence[ReviewStep] = (),
                  on_load: Callable[[str, float | None, str | None], None] = lambda name, seconds, where: None) -> None:
         self._model_factory = model_factory
         # told (name, None, None) as the model starts loading, (name, seconds, where its weights went) once loaded
@@ -112,12 +110,9 @@ class Evaluator:
         self.cache = cache
         self.withhold_images = withhold_images  # a text-only pass: the model sees the prompt alone
         self.settings = {**(settings or {}), **({"images": "withheld"} if withhold_images else {})}
-        self._judge_factory = judge_factory
-        self._judge: Any = None
-        self._extractor_factory = extractor_factory  # with a judge: unreadable choice answers go to the LLM
-        self._extractor: Any = None
         self._make_verdict_step = verdict_steps  # a section's name → its verdict step (`Section.verdict_step`)
         self._verdict_steps: dict[str, VerdictStep] = {}
+        self._review_steps = tuple(review_steps)  # the sections' second passes (`Section.review_step`)
 
     @property
     def model(self) -> Model:
@@ -146,7 +141,8 @@ class Evaluator:
         return self._identity or None
 
     def evaluate(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        """Records for `items`: cached answers first, the rest generated in one batch.
+        """Records for `items`: cached answers first, the rest generated in one batch; then the verdicts parsers
+        leave to their sections' steps, and the sections' second passes over the batch (`Section.review_step`).
 
         A failure is confined to its sample: bad images error alone, and a failing batch
         is halved until the culprit is alone (which also answers out-of-memory errors).
@@ -173,15 +169,8 @@ class Evaluator:
             self._answer(todo, keys)
         self._rule([(r, s, spec.responses_through_xlsx) for r, (s, spec) in zip(records, items)
                     if r["error"] == NOT_YET_RULED])
-        if self._extractor_factory is not None:
-            self._extract_choices([(r, s) for r, (s, _) in zip(records, items)
-                                   if r["status"] != "error" and s.choices
-                                   and r["parsed"] == get_parser(r["parser"]).unreadable])
-        if self._judge_factory is not None:  # also the answers word matching cannot score (a reference the data
-            # gives as a number stops the authors' VQAEval; their CEE judge reads it)
-            self._judge_open([(r, s) for r, (s, _) in zip(records, items)
-                              if s.answer_type == "open" and r["response"] is not None
-                              and (WORD_MATCH.get(r) is not None or "vqaeval_stops_at" in s.metadata)])
+        for review in self._review_steps:
+            review([(r, s) for r, (s, _) in zip(records, items)])
         return records
 
     def _rule(self, triples: list[tuple[Record, Sample, bool]]) -> None:
@@ -196,43 +185,6 @@ class Evaluator:
             if name not in self._verdict_steps:
                 self._verdict_steps[name] = self._make_verdict_step(name)
             self._verdict_steps[name](group)
-
-    def _judge_open(self, pairs: list[tuple[Record, Sample]]) -> None:
-        """CEE verdicts for open answers; a judge failure turns the sample into an error, never a score."""
-        if not pairs:
-            return
-        from pytest_mllm.judge import JudgeItem
-        from pytest_mllm.judge.ensemble import JUDGE
-
-        if self._judge is None:
-            self._judge = self._judge_factory()  # type: ignore[misc]
-        items = [JudgeItem(sample.question, references(sample), record["response"] or "") for record, sample in pairs]
-        for (record, _), outcome in zip(pairs, self._judge.judge_many(items)):
-            JUDGE.put(record, outcome.as_record())
-            if outcome.status == "judge-error":
-                record.update({"status": "error", "correct": None, "error": f"judge error: {outcome.error}"})
-            else:
-                record.update({"correct": outcome.correct, "status": status_of(bool(outcome.correct)),
-                               "error": None})
-
-    def _extract_choices(self, pairs: list[tuple[Record, Sample]]) -> None:
-        """VLMEvalKit's LLM choice extraction for answers the rules could not read: a letter the judge
-        names sets the answer and the verdict; Z or an unusable reply leaves it unreadable (wrong); a
-        failed call turns the sample into an error, never a score (`judge/choice_extractor.py`)."""
-        if not pairs:
-            return
-        from pytest_mllm.judge.choice_extractor import EXTRACTION, ChoiceItem
-
-        if self._extractor is None:
-            self._extractor = self._extractor_factory()  # type: ignore[misc]
-        items = [ChoiceItem(sample.question, sample.choices, _scored_text(record)) for record, sample in pairs]
-        for (record, _), outcome in zip(pairs, self._extractor.extract_many(items)):
-            EXTRACTION.put(record, outcome.as_record())
-            if outcome.status == "error":
-                record.update({"status": "error", "correct": None, "error": f"choice extraction error: {outcome.error}"})
-            elif outcome.status == "extracted":
-                correct = outcome.letter == record["answer"]
-                record.update({"parsed": outcome.letter, "correct": correct, "status": status_of(correct)})
 
     def _cache_keys(self, todo: list[_Todo]) -> dict[int, str]:
         """Cache key per record (by id); an unreadable image leaves its record to error later."""
@@ -322,12 +274,6 @@ def _score(item: _Todo, response: Response) -> None:
     except Exception as exc:  # noqa: BLE001 - confined to its sample, never a dropped batch
         item.record.update({"status": "error", "correct": None,
                            "error": f"scoring error: {type(exc).__name__}: {clip(str(exc))}"})
-
-
-def _scored_text(record: Record) -> str:
-    """The response as it was scored: as the reference's scorer received it where that differs."""
-    read = record.get("read_response")
-    return read if read is not None else record["response"] or ""
 
 
 def failed_batch_error(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_mllm.engine.endpoint import Endpoint, endpoint_from_options
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS, SpecError, find_spec, load_spec
-from pytest_mllm.evaluation import EvaluationSettings, JudgeSettings
+from pytest_mllm.evaluation import EvaluationSettings
 from pytest_mllm.harness.benchmark_names import gates_by_run_names, name_fix, run_name
 from pytest_mllm.harness.data_fetch import fetch_run_data, read_data_cache
 from pytest_mllm.harness.limit import read_limit
@@ -33,7 +33,6 @@ from pytest_mllm.sections import output_files, run_outputs, run_settings, uses_c
 
 if TYPE_CHECKING:
     from pytest_mllm.estimate.plan import EstimateSettings
-    from pytest_mllm.judge.prompts import Prompt
 
 _DATA_OVERRIDE = re.compile(r"^([A-Za-z][\w\-]*)=(.+)$")
 
@@ -82,7 +81,7 @@ class Options:
                         "trust_remote_code": opt("mllm_trust_remote_code"), "model_args": _model_args(config),
                         "gpus_per_worker": opt("mllm_gpus_per_worker")},
             endpoint=_with_model_revision(config, _endpoint(config, "mllm_base_url", "mllm_api_key_env"), model),
-            judge=_judge(config), worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
+            worker=is_worker(config), workers=worker_share(config), max_new_tokens=_max_new_tokens(config),
             replay_min_match=_replay_min_match(config), data_cache=data_cache, estimate=_estimate(config),
             sections=_section_settings(config, benchmarks))
         _check_cache_dir(config, evaluation.cache_path.parent, model, uses_cache(evaluation.sections))
@@ -96,7 +95,6 @@ class Options:
             spec_paths = [*benchmarks, *spec_files_in_args(config.args, config.invocation_params.dir)]
             inputs = run_inputs(spec_paths, data, data_cache=data_cache, model=model, files={
                 "the --mllm-baseline file": gates.baseline,
-                "the --mllm-judge-prompts file": _path(opt("mllm_judge_prompts")),
                 **{what: path for settings in evaluation.sections.values() for what, path in settings.inputs().items()},
                 "the response cache": evaluation.cache_path if opt("mllm_cache") != "off" else None,
                 **{f"the --mllm-estimate-panel file {p}": p
@@ -178,8 +176,7 @@ def _gates(config: pytest.Config) -> GateSettings:
 _RANGES = (  # option, lowest value, highest value, what it is
     ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
     ("mllm_show_incorrect", 0, None, "0 or more"),
-    ("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
-    ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"),
+    ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"),
     ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
     ("mllm_concurrency", 1, 1 << 12, "1 or more"),
 )
@@ -280,10 +277,10 @@ def _check_gate_benchmarks(gates: GateSettings, in_run: dict[str, Path]) -> None
 
 
 def _check_cache_dir(config: pytest.Config, folder: Path, model: ModelRef, sections_use_cache: bool) -> None:
-    """The response cache's folder exists or can be created (when the cache will be used: by the model, the
-    judge, or a section's calls, `Section.uses_cache`)."""
+    """The response cache's folder exists or can be created (when the cache will be used: by the model, or by a
+    section's calls, `Section.uses_cache`)."""
     opt = config.getoption
-    if opt("mllm_cache") == "off" or (model.instant and not opt("mllm_judge") and not sections_use_cache):
+    if opt("mllm_cache") == "off" or (model.instant and not sections_use_cache):
         return
     source = "--mllm-cache-dir" if opt("mllm_cache_dir") else "mllm_cache_dir (ini)" if config.getini(
         "mllm_cache_dir") else "the default cache folder"
@@ -334,30 +331,6 @@ def _with_model_revision(config: pytest.Config, endpoint: Endpoint, model: Model
         raise pytest.UsageError("--mllm-model-revision must be 1 to 200 printable characters (a checkpoint name, "
                                 f"a commit, a date), got {len(revision)} characters")
     return dataclasses.replace(endpoint, model_revision=revision.strip())
-
-
-def _judge(config: pytest.Config) -> JudgeSettings | None:
-    opt = config.getoption
-    if not opt("mllm_judge"):
-        if opt("mllm_judge_prompts"):
-            raise pytest.UsageError("--mllm-judge-prompts needs a judge: pass --mllm-judge=openai:MODEL too")
-        return None
-    return JudgeSettings(model=opt("mllm_judge"), endpoint=_endpoint(config, "mllm_judge_base_url",
-                                                                     "mllm_judge_api_key_env"),
-                         mode=opt("mllm_judge_mode"), temperature=opt("mllm_judge_temperature"),
-                         max_tokens=opt("mllm_judge_max_tokens") or 512, prompts=_judge_prompts(opt("mllm_judge_prompts")))
-
-
-def _judge_prompts(path: str | None) -> tuple[Prompt, ...] | None:
-    """The prompts of --mllm-judge-prompts=FILE, checked before anything runs (None: the built-in five)."""
-    if not path:
-        return None
-    from pytest_mllm.judge.prompts import PromptsFileError, load_prompts
-
-    try:
-        return load_prompts(Path(path).expanduser())
-    except PromptsFileError as exc:
-        raise pytest.UsageError(f"--mllm-judge-prompts: {exc}") from None
 
 
 def _estimate(config: pytest.Config) -> EstimateSettings | None:

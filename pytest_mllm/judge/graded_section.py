@@ -225,7 +225,7 @@ class GradedSection(Section):
         if settings.judged is not None:
             return Grading(ReplayJudge(settings.judged.rows, settings.judged.identity, mode=settings.mode),
                            settings.prompts)
-        judge = run.judge
+        judge = run.sections["judge"]  # the judge's endpoint, read with the CEE judge's settings (`settings.py`)
         client = judge.endpoint.client()
         name = judge.model_ref.served_name
         identity = served_identity(judge.model, client.base_url, settings.revision, client.model_info(name))

@@ -1,16 +1,19 @@
 """The judge's section (Tiny LVLM-eHub): open answers scored by word matching and by the CEE judge
-side by side, vote splits, judge errors and agreement with human labels; the judge's parts of a record."""
+side by side, vote splits, judge errors and agreement with human labels; the judge's parts of a record; its
+options (`--mllm-judge*`: `settings.py`) and its second pass over each answered batch (`review.py`: the LLM
+reading the choice answers the rules cannot, then the CEE verdicts on open answers)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pytest_mllm.judge.choice_extractor import EXTRACTION
 from pytest_mllm.judge.ensemble import JUDGE
 from pytest_mllm.judge.metrics import HUMAN_LABEL
+from pytest_mllm.judge.settings import JudgeSettings, read_settings
 from pytest_mllm.scoring.word_match import WORD_MATCH
-from pytest_mllm.sections import HtmlPage, HtmlPart, Section, percent, register_section
+from pytest_mllm.sections import HtmlPage, HtmlPart, ReviewStep, Section, percent, register_section
 
 
 class JudgeSection(Section):
@@ -58,6 +61,42 @@ class JudgeSection(Section):
                     charts.append((f"{name}: judge vote splits", page.bar_chart(
                         list(splits), [("samples", [float(v) for v in splits.values()])], axis_label="samples")))
         return HtmlPart(self.name, self.title, page.render("judge.html.j2", benchmarks=parts, charts=charts))
+
+    def read_options(self, option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> JudgeSettings | None:
+        return read_settings(option)
+
+    def describe(self, settings: JudgeSettings | None) -> dict[str, Any]:
+        """The judge and its verdict reading; both None where word matching alone scores open answers."""
+        return settings.describe() if settings is not None else {"judge": None, "judge_mode": None}
+
+    def uses_cache(self, settings: JudgeSettings | None) -> bool:
+        return settings is not None
+
+    def review_step(self, settings: JudgeSettings | None, run: Any, cache: Any) -> ReviewStep | None:
+        """The served judge's second pass, its replies in the response cache; a judge whose replies are recorded in
+        a file (`replay:`) answers only the graded benchmarks' verdict steps."""
+        if settings is None or settings.model_ref.recording:
+            return None
+        from pytest_mllm.judge.review import JudgePass
+
+        return JudgePass(lambda: _judge(settings, cache), lambda: _choice_extractor(settings, cache))
+
+
+def _judge(settings: JudgeSettings, cache: Any) -> Any:
+    """The CEE judge; its replies share the response cache."""
+    from pytest_mllm.judge.ensemble import Judge
+
+    return Judge(settings.endpoint.client(), settings.model_ref.served_name, temperature=settings.temperature,
+                 mode=settings.mode, max_tokens=settings.max_tokens, cache=cache, prompts=settings.prompts)
+
+
+def _choice_extractor(settings: JudgeSettings, cache: Any) -> Any:
+    """The judge LLM reading `choice` answers the rules cannot (VLMEvalKit's LLM extraction); temperature 0, its
+    replies in the response cache."""
+    from pytest_mllm.judge.choice_extractor import ChoiceExtractor
+
+    return ChoiceExtractor(settings.endpoint.client(), settings.model_ref.served_name,
+                           max_tokens=settings.max_tokens, cache=cache)
 
 
 register_section("judge", JudgeSection())

@@ -20,7 +20,7 @@ from pytest_mllm.registry import Registry
 MCQ_PROMPT = "{hint}{question}\n{options}\nAnswer with the option's letter from the given choices directly."
 VQA_PROMPT = "{question}\nAnswer the question using a single word or phrase."
 PER_SPLIT = {"split_tasks": True}  # VLMEvalKit reports each split apart: the split is the task
-MCQ_READ = "the option read by VLMEvalKit's rule-based matching (can_infer, no judge)"
+MCQ_READ = "the option read by VLMEvalKit's rule-based matching (can_infer, not graded by an LLM)"
 # report_acc breaks categories down per split; here they span the splits: the same numbers for a file of one split
 POOLED = " (categories over all splits: VLMEvalKit's per split where the file has several)"
 

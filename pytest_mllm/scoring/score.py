@@ -1,9 +1,9 @@
 """Scoring one answer: the registry of answer parsers, and the verdict of one response.
 
 A parser reads the response (`read`), gives the reference answer in its vocabulary (`answer`) and
-decides the verdict (`verdict`; by default the reading must equal the answer, and an open answer is
-word matched until a judge rules). Each registers itself where it is defined, so this module names
-none:
+decides the verdict (`verdict`; by default the reading must equal the answer, and an open answer takes the
+verdict of the one parser registered with `@open_answers_parser`). Each registers itself where it is defined,
+so this module names none:
 
     @parser("mme")                              # scoring/mme.py
     def mme_official(response, sample=None): ...
@@ -16,19 +16,19 @@ none:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from pytest_mllm.record import Record, status_of
-from pytest_mllm.registry import Registry, UnknownName
+from pytest_mllm.registry import Registry, UnknownName, declarations
 from pytest_mllm.sample import Response, Sample
 from pytest_mllm.scoring.prediction_cells import read_back
 
 Reader = Callable[[str, Sample], str]  # (response, sample) → the answer read from it
 References = Sequence[Any]
 Scorer = Callable[[str, References], float]  # (answer, references) → a score in [0, 1]
-OPEN_ANSWERS = "word_match"  # the parser whose verdict scores an open answer its own parser does not score
 # The error of an answer whose parser leaves the verdict to a section's step (`Parser.verdict_by`) until it rules.
 NOT_YET_RULED = "no verdict: this benchmark's answers are ruled on after they are given, and nothing ruled on this one"
 
@@ -107,13 +107,13 @@ class Parser:
     name: str
     read: Reader
     answer: Callable[[str], str] = lowered
-    verdict: Verdict | None = None  # None: the reading equals the answer (an open answer: word matching)
+    verdict: Verdict | None = None  # None: the reading equals the answer (an open answer: `open_answers_parser`'s)
     scorer: ReferenceScore | None = None  # set for a parser scored against references (`@scorer`)
     unreadable: str | None = None  # the reading of an answer the rules cannot decide, which a judge LLM may read
     verdict_by: str | None = None  # the section whose verdict step rules once the batch is answered (`sections.py`)
 
 
-PARSERS: Registry[Parser] = Registry("answer parser", "parser", "scorer")
+PARSERS: Registry[Parser] = Registry("answer parser", "parser", "scorer", "open_answers_parser")
 
 
 def parser(name: str, *, answer: Callable[[str], str] = lowered, verdict: Verdict | None = None,
@@ -124,6 +124,25 @@ def parser(name: str, *, answer: Callable[[str], str] = lowered, verdict: Verdic
         return read
 
     return register
+
+
+def open_answers_parser(name: str, *, answer: Callable[[str], str] = lowered,
+                        verdict: Verdict) -> Callable[[Reader], Reader]:
+    """`parser`, for the one parser of the package whose verdict also scores every open answer that its own
+    parser does not score (`open_answers_verdict`)."""
+    return parser(name, answer=answer, verdict=verdict)
+
+
+@functools.cache
+def _open_answers_name() -> str:
+    """The parser registered with `@open_answers_parser`, by the registry's index (nothing imported)."""
+    return next(d.name for d in declarations() if d.decorator == "open_answers_parser")
+
+
+def open_answers_verdict() -> Verdict | None:
+    """The verdict of an open answer whose parser gives none: that of the parser registered with
+    `@open_answers_parser`."""
+    return get_parser(_open_answers_name()).verdict
 
 
 def response_text(response: str, sample: Sample | None = None) -> str:
@@ -188,7 +207,7 @@ def equal(text: str, parsed: str, answer: str, sample: Sample) -> Scored:
 
 
 def score_record(record: Record, sample: Sample, response: Response, *, through_xlsx: bool = False) -> Record:
-    """Parse the response and set the verdict (open answers: word matching until a judge rules).
+    """Parse the response and set the verdict (an open answer: `open_answers_verdict` until a section rules).
 
     `through_xlsx`: the response is scored as VLMEvalKit's .xlsx prediction file hands it to its scorer
     (`prediction_cells.read_back`), unless it was read so already (`response.as_read`); the record keeps
@@ -203,7 +222,7 @@ def score_record(record: Record, sample: Sample, response: Response, *, through_
         record.update({"response": response.text, "parsed": parsed, "error": NOT_YET_RULED,
                        "latency_s": round(response.latency_s, 6)})
         return record
-    rule = entry.verdict or (get_parser(OPEN_ANSWERS).verdict if sample.answer_type == "open" else None) or equal
+    rule = entry.verdict or (open_answers_verdict() if sample.answer_type == "open" else None) or equal
     try:
         scored = rule(text, parsed, record["answer"], sample)
     except NotScored as exc:

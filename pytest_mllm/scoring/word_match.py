@@ -46,7 +46,7 @@ from typing import Sequence
 
 from pytest_mllm.record import RecordPart
 from pytest_mllm.sample import Sample
-from pytest_mllm.scoring.score import NotScored, Scored, Verdict, parser, references, stripped
+from pytest_mllm.scoring.score import NotScored, Scored, Verdict, open_answers_parser, parser, references, stripped
 
 # An open answer's verdict by word matching (the paper's cheap baseline), kept beside the judge's.
 WORD_MATCH: RecordPart[bool] = RecordPart("word_match", in_every_record=True)
@@ -179,7 +179,7 @@ def _verdict(lenient: bool) -> Verdict:
     return verdict
 
 
-@parser("word_match", answer=stripped, verdict=_verdict(lenient=False))
+@open_answers_parser("word_match", answer=stripped, verdict=_verdict(lenient=False))
 def word_match_text(response: str, sample: Sample | None = None) -> str:
     """Open answers scored by Tiny LVLM-eHub's word matching as its authors wrote it (`parser:
     word_match`, also the verdict of every open answer its parser does not score): the response as their

@@ -277,7 +277,7 @@ class Scoring:
     """How VLMEvalKit scores one dataset, and whether a type template here reproduces it."""
 
     kind: str  # mcq, mcq_circular, mcq_mmt, yes_no, vqa_score, vqa_anls, vqa_relaxed, vqa_exact, vqa_exact_mean,
-    # ocrbench, judge, video, interleaved, other
+    # ocrbench, llm_graded, video, interleaved, other
     scorer: str  # what VLMEvalKit applies, in words
     evaluate: str  # where its scoring starts: "file:Class.method"
     supported: bool
@@ -323,8 +323,8 @@ def classify(dataset: Dataset, source: Source, reasons: dict[str, str]) -> Scori
     if kind == "other":
         judge = judged(dataset, source)
         if judge == "always":
-            return Scoring("judge", "an LLM judge grades the answers", where, False,
-                           f"judge-graded: {where} asks an LLM judge (build_judge)")
+            return Scoring("llm_graded", "an LLM judge grades the answers", where, False,
+                           f"LLM-graded: {where} asks an LLM judge (build_judge)")
         if dataset.type in INTERLEAVED_TYPES:
             return Scoring("interleaved", f"TYPE {dataset.type}", where, False,
                            f"interleaved output: the model writes {INTERLEAVED_TYPES[dataset.type]}")

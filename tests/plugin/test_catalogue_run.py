@@ -27,7 +27,7 @@ def test_the_list_shows_the_catalogue(pytester: pytest.Pytester) -> None:
     assert ("InfoVQA_VAL", "ANLS", "ImageVQADataset.evaluate_heuristic") in runs
     assert re.search(r"^CCBench \[mmbench_cn_cc\]: multiple choice, circular; ", text, re.MULTILINE)
     assert re.search(r"^Not supported \(\d+\), by reason:$", text, re.MULTILINE)
-    for reason in ("judge-graded: vlmeval/dataset/image_vqa.py:MathVerse.evaluate asks an LLM judge (build_judge): "
+    for reason in ("LLM-graded: vlmeval/dataset/image_vqa.py:MathVerse.evaluate asks an LLM judge (build_judge): "
                    "MathVerse_MINI", "video: a video benchmark (frames sampled from clips): ",
                    "no ground truth here: run.py does not score it (mmbench_evaluation_requires_official_server): "):
         assert f"\n  {reason}" in text, reason
@@ -37,7 +37,7 @@ def test_a_catalogue_name_that_cannot_run_is_one_usage_error(pytester: pytest.Py
     result = pytester.runpytest("-p", "no:cacheprovider", "--mllm=random", "--mllm-bench=MathVerse_MINI")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --mllm-bench=MathVerse_MINI: MathVerse_MINI is in VLMEvalKit's catalogue but "
-                                 "cannot run here: judge-graded: *"])
+                                 "cannot run here: LLM-graded: *"])
     assert "passed" not in result.stdout.str() and "incorrect" not in result.stdout.str()
 
 

@@ -30,9 +30,9 @@ LAYERS = (
     "registry",  # named entries registered where they are defined (loaders, parsers, metrics, model kinds, sections)
     "sample", "record", "sections",  # the typed hand-offs; what methods add beside accuracy
     "shortfall",  # why a run is not a full run (interrupted, limited): no gate passes while one stands
-    "scoring", "judge",  # scoring rules and metrics; the CEE judge over them
+    "scoring",  # scoring rules and metrics
     "engine", "loaders", "models",  # specs, images, the evaluator; formats → samples; model kinds
-    "vrp", "tpeval", "report", "curation",  # the methods and the outputs
+    "judge", "vrp", "tpeval", "report", "curation",  # the methods (the judges reach their LLMs as endpoints) and the outputs
     "estimate",  # full scores estimated from a subset: reads panels' results, draws, gates on intervals
     "evaluation", "conclusion",  # the pytest-free core: a run's answers, and its end
     "pytest_compat", "harness", "plugin",  # pytest: its internals in one module, the harness, the entry point

@@ -63,12 +63,6 @@ OWNERS: dict[str, tuple[str, ...]] = {
 # Generic modules that still name a benchmark or method, and the names (space-separated): to be emptied,
 # never grown.
 PENDING: dict[str, str] = {
-    "pytest_mllm.engine.evaluator": "judge",
-    "pytest_mllm.engine.catalogue": "judge",
-    "pytest_mllm.evaluation": "judge",
-    "pytest_mllm.harness.options": "judge",
-    "pytest_mllm.scoring.catalogue_templates": "judge",  # VLMEvalKit's judge, in the choice templates' description
-    "pytest_mllm.scoring.score": "judge",
 }
 
 

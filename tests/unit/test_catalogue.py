@@ -20,9 +20,9 @@ from pytest_mllm.scoring.catalogue_templates import TEMPLATES
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "fixtures" / "catalogue_source"
 SCRIPTS = REPO / "scripts" / "catalogue"
-REASONS = ("judge-graded", "video", "interleaved output", "no ground truth here", "scorer not reproduced yet",
+REASONS = ("LLM-graded", "video", "interleaved output", "no ground truth here", "scorer not reproduced yet",
            "data not a released TSV")
-KINDS = {*TEMPLATES.names(), "mcq", "yes_no", "vqa", "judge", "video", "interleaved", "other"}
+KINDS = {*TEMPLATES.names(), "mcq", "yes_no", "vqa", "llm_graded", "video", "interleaved", "other"}
 
 
 def _script(name: str) -> ModuleType:
@@ -57,13 +57,13 @@ def test_the_generator_reads_names_files_and_scorers_from_the_source() -> None:
         "MMVP": ("mcq", False), "Colors": ("mcq", False), "Shapes_dev_circular": ("mcq_circular", True),
         "TextVQA_Shapes": ("vqa_score", True), "InfoVQA_Shapes": ("vqa_anls", True),
         "GQA_Shapes": ("vqa_exact_mean", True), "PlainVQA_Shapes": ("vqa", False), "YesShapes": ("yes_no", False),
-        "OCRShapes": ("ocrbench", True), "Graded": ("judge", False), "Hub": ("mcq", False),
+        "OCRShapes": ("ocrbench", True), "Graded": ("llm_graded", False), "Hub": ("mcq", False),
         "td_rot0": ("mcq", True), "CCShapes_Scene": ("ccocr_ocr", True), "CCShapes_Kie": ("other", False),
         "ClipShapes": ("video", False)}
     reasons = {name: e["reason"].split(":")[0] for name, e in entries.items() if e["reason"]}
     assert reasons == {"Shapes_TEST": "no ground truth here", "MMVP": "scorer not reproduced yet",
                        "Colors": "data not a released TSV", "PlainVQA_Shapes": "scorer not reproduced yet",
-                       "YesShapes": "scorer not reproduced yet", "Graded": "judge-graded",
+                       "YesShapes": "scorer not reproduced yet", "Graded": "LLM-graded",
                        "Hub": "data not a released TSV", "CCShapes_Kie": "scorer not reproduced yet",
                        "ClipShapes": "video"}
 
@@ -154,7 +154,7 @@ def test_lmms_eval_names_find_the_benchmark_they_map_to() -> None:
 
 
 @pytest.mark.parametrize(("name", "reason"), [
-    ("MathVerse_MINI", "judge-graded"), ("MMBench_TEST_EN", "no ground truth here"), ("Video-MME", "video"),
+    ("MathVerse_MINI", "LLM-graded"), ("MMBench_TEST_EN", "no ground truth here"), ("Video-MME", "video"),
     ("MMVP", "scorer not reproduced yet")])
 def test_a_catalogue_name_that_cannot_run_says_why(name: str, reason: str) -> None:
     with pytest.raises(SpecError, match=f"--mllm-bench={name}: {name} is in VLMEvalKit's catalogue but cannot run "
@@ -176,5 +176,5 @@ def test_the_listing_shows_types_scorers_peers_and_reasons() -> None:
     listed = [line for line in lines if "; VLMEvalKit scorer: " in line]
     assert len(listed) >= 100
     grouped = [line.strip().split(":")[0] for line in lines[lines.index("") + len(listed) + 2:] if line.startswith("  ")]
-    assert {"judge-graded", "video", "no ground truth here", "scorer not reproduced yet",
+    assert {"LLM-graded", "video", "no ground truth here", "scorer not reproduced yet",
             "data not a released TSV"} <= set(grouped) <= set(REASONS)

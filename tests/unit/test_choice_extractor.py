@@ -13,6 +13,7 @@ from pytest_mllm.engine.evaluator import Evaluator
 from pytest_mllm.engine.spec import find_spec, load_spec
 from pytest_mllm.judge.choice_extractor import (TEMPLATE, ChoiceExtractor, ChoiceItem, Extraction, cache_key,
                                                 read_reply, render_messages, render_prompt)
+from pytest_mllm.judge.review import JudgePass
 from pytest_mllm.loaders import load_samples
 from pytest_mllm.sample import Request, Response
 
@@ -165,7 +166,7 @@ def test_max_tokens_must_be_positive() -> None:
         ChoiceExtractor(FakeClient(_reply), "judge", max_tokens=0)
 
 
-# -- the evaluator's decisions ------------------------------------------------------------------
+# -- the judge's second pass over the evaluator's batch ------------------------------------------------
 
 class Answers:
     """A model answering each MMBench pass from a table by sample id."""
@@ -195,7 +196,7 @@ def _evaluate(extractor_factory: Any) -> dict[str, Any]:
     spec = load_spec(find_spec("mmbench"))
     samples = [s for s in load_samples(spec, FIXTURE) if s.id in ANSWERS]
     evaluator = Evaluator(lambda: Answers(ANSWERS), model_name="answers",  # type: ignore[arg-type,return-value]
-                          extractor_factory=extractor_factory)
+                          review_steps=[JudgePass(make_extractor=extractor_factory)])
     return {r["id"]: r for r in evaluator.evaluate([(s, spec) for s in samples])}
 
 

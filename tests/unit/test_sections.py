@@ -302,6 +302,51 @@ def test_a_parser_may_leave_its_verdict_to_a_sections_step_and_a_section_may_ref
         sections.SECTIONS.remove("toss")
 
 
+class RecountSection(Section):
+    """Takes a second pass over every answered batch: an answer saying "maybe" is revised to wrong; its settings
+    keep replies in the cache and are recorded, also when it has none."""
+
+    def review_step(self, settings: Any, run: Any, cache: Any) -> Any:
+        if settings is None:
+            return None
+
+        def review(pairs: Any) -> None:
+            seen.append([sample.id for _, sample in pairs])
+            for record, _ in pairs:
+                if record["response"] == "maybe":
+                    record.update(correct=False, status=status_of(False))
+
+        seen: list[list[str]] = []
+        review.seen = seen  # type: ignore[attr-defined]
+        return review
+
+    def uses_cache(self, settings: Any) -> bool:
+        return settings is not None
+
+    def describe(self, settings: Any) -> dict[str, Any]:
+        return {"recount": settings}
+
+
+def test_a_section_may_take_a_second_pass_over_each_batch_and_record_its_settings(tmp_path: Path) -> None:
+    from pytest_mllm.engine.evaluator import Evaluator
+
+    sections.all_sections()
+    sections.register_section("recount", RecountSection())
+    try:
+        assert not sections.uses_cache({}) and sections.described({})["recount"] is None
+        assert sections.uses_cache({"recount": "on"}) and sections.described({"recount": "on"})["recount"] == "on"
+        steps = [step for step in sections.review_steps({"recount": "on"}, None, None) if hasattr(step, "seen")]
+        assert len(steps) == 1 and not any(hasattr(s, "seen") for s in sections.review_steps({}, None, None))
+        spec = BenchmarkSpec(path=tmp_path / "b.yaml", name="b", loader="jsonl", parser="exact_stripped")
+        items = [(Sample(id=f"t::{n}", benchmark="b", task="t", question=f"say {word}", answer="maybe"), spec)
+                 for n, word in enumerate(("maybe", "no"))]
+        records = Evaluator(lambda: _Echo(), model_name="echo",  # type: ignore[arg-type, return-value]
+                            review_steps=steps).evaluate(items)
+        assert steps[0].seen == [["t::0", "t::1"]]  # type: ignore[attr-defined]  # the whole batch, once
+        assert [(r["response"], r["status"]) for r in records] == [("maybe", INCORRECT), ("no", INCORRECT)]
+        assert Evaluator(lambda: _Echo(), model_name="echo").evaluate(items[:1])[0]["status"] == CORRECT  # type: ignore[arg-type, return-value]
+    finally:
+        sections.SECTIONS.remove("recount")
 class TwiceSection(Section):
     """With its settings "on": checks that a benchmark has samples, sets aside each task's first sample, and
     answers every batch twice, keeping the second answer beside the first; with "job": a job per task."""
