@@ -1,8 +1,12 @@
 """A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-The SDK makes each request, over an HTTP client that bounds it (`engine/bounded_http.py`): the
-whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and an
-answer at most MAX_ANSWER_BYTES, decompressed bytes included. Ours are the retries: a connection
+A completion is the request the SDK's `chat.completions.create` sends (its headers, its body's bytes),
+built once per connection pool and posted on the SDK's HTTP client without the SDK's per-request
+layers (a served run sends hundreds a second); the SDK's client bounds it (`engine/bounded_http.py`):
+the whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and
+an answer at most MAX_ANSWER_BYTES, decompressed bytes included. The concurrency is split over
+connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks all its connections at
+each request). Ours are the retries: a connection
 failure, 408, 409, 429 or 5xx is tried again, up to `max_retries` times, with exponential backoff
 (honouring `Retry-After` up to RETRY_AFTER_MAX_S); never another 4xx, a request whose deadline passed
 or an answer refused for its size. A server that answered nothing while a request waited its whole
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_mllm.echo import json_loads
-from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, bounded_http_client, limits
+from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, bounded_http_client, http_packages, limits
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -53,6 +57,7 @@ MODEL_INFO_TIMEOUT_S = 5.0  # how long `GET /models` may take (it is asked once,
 # "object" says nothing
 VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "status", "object"})
 CONNECT_TIMEOUT_S = 5.0  # how long a connection may take to open (the read timeout is the option's)
+POOL_SHARE = 16  # requests in flight per connection pool (see `ChatClient`)
 _NO_KEY = "none"  # what the SDK is given when there is no key: it insists on one, and is never sent
 _log = logging.getLogger(__name__)
 
@@ -206,6 +211,49 @@ def image_content(image: "Image.Image") -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
 
 
+def _shares(total: int, most: int) -> list[int]:
+    """`total` split into as few parts of at most `most` as it takes, as even as can be."""
+    parts = -(-total // most)
+    return [total // parts + (n < total % parts) for n in range(parts)]
+
+
+def _post_headers(sdk: Any, api_key: str | None, timeout: Any) -> dict[str, str]:
+    """The headers the SDK sends with a chat completion (its defaults, less the organization and project
+    it reads from the environment), with the key only where there is one."""
+    left_out = {"openai-organization", "openai-project", "authorization"}
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    headers.update((name.lower(), value) for name, value in sdk.default_headers.items()
+                   if isinstance(value, str) and name.lower() not in left_out)
+    headers["x-stainless-retry-count"] = "0"  # each try is the SDK's first: the retries are ours
+    headers["x-stainless-read-timeout"] = str(timeout.read)
+    return headers
+
+
+class _Pool:
+    """An HTTP client of `bounded_http_client` and the completion request it sends, less the body: built once as
+    the client builds a request (its own headers merged with `headers`), so each post only adds its body."""
+
+    def __init__(self, client: Any, url: str, headers: dict[str, str], timeout: Any) -> None:
+        template = client.build_request("POST", url, content=b"", headers=headers, timeout=timeout)
+        self.client = client
+        self._request = type(template)  # the Request class of the httpx the SDK is built on (httpx or httpx2)
+        self._url = template.url
+        self._headers = template.headers.copy()
+        del self._headers["Content-Length"]  # each body adds its own, last, as the client's build does
+        self._extensions = template.extensions
+        self._timeout = timeout
+
+    def post(self, body: bytes) -> Any:
+        """The response to `body` posted (read whole)."""
+        if self.client.cookies:  # cookies a server set go back with each request: the client's own build adds them
+            request = self.client.build_request("POST", self._url, content=body, headers=self._headers,
+                                                timeout=self._timeout)
+        else:
+            request = self._request("POST", self._url, headers=self._headers, content=body,
+                                    extensions=dict(self._extensions))
+        return self.client.send(request)
+
+
 def _excerpt(text: str) -> str:
     """A scrubbed excerpt of `text`: scrubbed before it is cut (a key at the cut would leave its
     start behind) and after (joining whitespace must not make a fragment)."""
@@ -280,10 +328,21 @@ class ChatClient:
         self._headers: dict[str, Any] = {"OpenAI-Organization": omit(), "OpenAI-Project": omit()}
         if not self._api_key:
             self._headers["Authorization"] = omit()
-        timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
-        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=timeout, max_retries=0,
-                                  http_client=bounded_http_client(url, connections=concurrency))
-        self._slots = threading.BoundedSemaphore(concurrency)
+        self._timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
+        # the concurrency split over connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks
+        # every connection it holds at each request); a request takes a lane, a free place in one of them
+        shares = _shares(concurrency, POOL_SHARE)
+        clients = [bounded_http_client(url, connections=share) for share in shares]
+        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=self._timeout, max_retries=0,
+                                  http_client=clients[0])
+        headers = _post_headers(self._sdk, self._api_key, self._timeout)
+        pools = [_Pool(client, self.url, headers, self._timeout) for client in clients]
+        self._lanes: queue.SimpleQueue[_Pool] = queue.SimpleQueue()  # the pool of each free place: at most `concurrency`
+        for place in range(max(shares)):
+            for pool, share in zip(pools, shares):
+                if place < share:
+                    self._lanes.put(pool)
+        self._httpx = http_packages()[0]
         self.hung_fails_fast = hung_fails_fast
         self._state_lock = threading.Lock()
         self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP answer of any kind
@@ -334,10 +393,15 @@ class ChatClient:
         """One completion of `messages`, tried up to 1 + `max_retries` times (see the module's docstring);
         raises the last try's `ChatError`. SDK exceptions are never chained: their requests hold the headers."""
         start = time.perf_counter()
-        with self._slots:
+        # the body as `chat.completions.create` serializes it: the same keys, order and bytes
+        body = json.dumps({"model": model, "messages": list(messages), "max_tokens": max_tokens,
+                           "temperature": temperature}, ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False).encode()
+        pool = self._lanes.get()
+        try:
             for attempt in range(self.max_retries + 1):
                 try:
-                    text, finish_reason = self._try(model, messages, temperature, max_tokens)
+                    text, finish_reason = self._try(pool, body)
                     return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
                 except ChatError as exc:
                     if not exc.retryable or attempt == self.max_retries:
@@ -346,40 +410,39 @@ class ChatClient:
                     _log.info("Retrying %s in %.2f s (retry %d of %d): %s", self.url, wait, attempt + 1,
                               self.max_retries, exc)
                     time.sleep(wait)
+        finally:
+            self._lanes.put(pool)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _try(self, model: str, messages: Sequence[Message], temperature: float, max_tokens: int) -> tuple[str, str | None]:
-        """One HTTP request for a completion, bounded by the deadline and the answer's size."""
-        import openai
-
+    def _try(self, pool: _Pool, body: bytes) -> tuple[str, str | None]:
+        """One HTTP request for a completion on `pool`, bounded by the deadline and the answer's size. The SDK's
+        request, on its HTTP client, read as the SDK reads it (any failure to get an answer is a connection
+        failure, a timeout one of httpx's timeouts, any status but 2xx an error), without its per-request layers."""
         if self._hung:
             raise EndpointUnreachable(self._hung, retryable=False)
+        httpx = self._httpx
         sent = time.monotonic()
         with limits(self.timeout_s) as bounds:
             try:
-                # the SDK's generic POST: its errors, without typing the request's every part (the body has the
-                # keys, and their order, `chat.completions.create` sends: the same bytes)
-                body = self._sdk.post("/chat/completions", cast_to=str, options={"headers": self._headers}, body={
-                    "model": model, "messages": list(messages), "max_tokens": max_tokens, "temperature": temperature})
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                response = pool.post(body)
+            except Exception as exc:  # noqa: BLE001 - as the SDK: whatever stops the request means no answer
                 if bounds.refused:
                     self._answered()
                     raise MalformedResponse(self._scrub(
                         f"{self.url} answered {bounds.refused}: an answer may take at most {MAX_ANSWER_BYTES // 2**20} "
                         "MiB (not asked again)")) from None
-                if bounds.expired or isinstance(exc, openai.APITimeoutError):
+                if bounds.expired or isinstance(exc, httpx.TimeoutException):
                     raise self._deadline_passed(sent) from None
-                raise self._unreachable(exc.__cause__ or exc) from None
-            except openai.APIStatusError as exc:
-                self._answered()
-                headers = exc.response.headers
-                should = headers.get("x-should-retry")
-                raise EndpointError(self._scrub(
-                    f"{self.url} answered HTTP {exc.status_code}: {_excerpt(exc.response.text)}"), exc.status_code,
-                    retry_after=_retry_after(headers), should_retry=None if should not in ("true", "false")
-                    else should == "true") from None
+                raise self._unreachable(exc) from None
         self._answered()
-        return self._parse(body)
+        if not 200 <= response.status_code < 300:
+            headers = response.headers
+            should = headers.get("x-should-retry")
+            raise EndpointError(self._scrub(
+                f"{self.url} answered HTTP {response.status_code}: {_excerpt(response.text)}"), response.status_code,
+                retry_after=_retry_after(headers), should_retry=None if should not in ("true", "false")
+                else should == "true")
+        return self._parse(response.text)
 
     def _answered(self) -> None:
         """The server answered (anything): it is not hung."""

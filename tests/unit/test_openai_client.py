@@ -322,6 +322,17 @@ def test_the_concurrency_cap_holds_across_threads(injector: FaultInjector) -> No
     assert injector.attempts == 9 and injector.max_active == 2
 
 
+def test_the_concurrency_cap_holds_over_several_connection_pools(injector: FaultInjector) -> None:
+    """A concurrency above one pool's share is split over pools: all of it overlaps, and never more."""
+    from pytest_mllm.engine.chat import POOL_SHARE
+
+    injector.delay = lambda body: 0.6  # long enough for every connection to open on a busy machine
+    concurrency = POOL_SHARE + 3
+    results = client_for(injector, concurrency=concurrency).chat_many("m", [HELLO] * (2 * concurrency))
+    assert all(isinstance(r, ChatResult) for r in results)
+    assert injector.max_active == concurrency
+
+
 def test_chat_many_keeps_input_order_and_isolates_failures(injector: FaultInjector) -> None:
     """Later questions are answered sooner, and question 3 is refused."""
     injector.delay = lambda body: 0.05 * (8 - int(last_text(body)))
@@ -393,7 +404,7 @@ def test_openai_model_fails_fast_when_nothing_listens() -> None:
 
 
 def test_the_request_body_is_the_one_the_sdks_create_sends(injector: FaultInjector) -> None:
-    """The client posts through the SDK's generic POST: the same keys, in the same order, as `create` sends."""
+    """The client posts the request `create` sends: the same keys, in the same order, and the same headers."""
     import openai
 
     messages = [{"role": "user", "content": [image_content(Image.new("RGB", (4, 4))), {"type": "text", "text": "Q?"}]}]
@@ -402,6 +413,13 @@ def test_the_request_body_is_the_one_the_sdks_create_sends(injector: FaultInject
         model="m1", messages=messages, temperature=0.0, max_tokens=7)  # type: ignore[arg-type]
     ours, sdks = injector.bodies
     assert json.dumps(ours) == json.dumps(sdks)  # key order included
+    # the SDK's headers (its HTTP client's own, such as Accept-Encoding, are the bounded client's choice)
+    ours_sdk, sdks_sdk = ({k: v for k, v in headers.items() if k.startswith(("Accept", "Content-Type", "User-Agent",
+                                                                            "X-Stainless"))}
+                          for headers in injector.headers)
+    assert ours_sdk.pop("X-Stainless-Read-Timeout") == "5" and sdks_sdk.pop("X-Stainless-Read-Timeout")  # its timeout, 600 s
+    ours_sdk.pop("Accept-Encoding"), sdks_sdk.pop("Accept-Encoding")
+    assert ours_sdk == sdks_sdk and "X-Stainless-Retry-Count" in ours_sdk
 
 
 def test_openai_model_answers_one_request_and_confines_its_failure(injector: FaultInjector) -> None:
