@@ -260,9 +260,7 @@ def intervals(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, 
               keys: Sequence[str] | None = None, samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED,
               level: float = LEVEL) -> dict[str, Interval]:
     """{flat key: {value, se, ci, method}} for every estimate of one benchmark (or those in `keys`);
-    the same seed gives the same numbers."""
-    import numpy as np
-
+    the same seed gives the same numbers (numpy imported only when some estimate needs the bootstrap)."""
     flat = dict(flat if flat is not None else setup.flat(records))
     wanted = set(flat) if keys is None else {k for key in keys for k in (key, f"{key}.{setup.headline}")}
     out: dict[str, Interval] = {}
@@ -281,6 +279,8 @@ def intervals(records: Sequence[Record], setup: MetricSetup, flat: Mapping[str, 
         else:
             boot_keys.append(key)
     if boot_keys and samples > 0:
+        import numpy as np
+
         values = replicates(records, setup, flat, boot_keys, samples, seed)
         alpha = 1 - level
         for j, key in enumerate(boot_keys):
