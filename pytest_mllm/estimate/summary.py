@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_mllm.estimate.design import RANDOM
-from pytest_mllm.estimate.estimator import EstimateError, Subset, count_path, estimates
 from pytest_mllm.estimate.parts import DRAW
 from pytest_mllm.record import Record
 from pytest_mllm.scoring.uncertainty import LEVEL, MetricSetup
@@ -19,8 +18,11 @@ ASSUMPTION = ("the units were drawn at random within their strata (the panel onl
 
 
 def estimate_part(records: Sequence[Record], setup: MetricSetup, level: float = LEVEL) -> dict[str, Any] | None:
-    """The part of a subset run's benchmark (None for a full run: no record carries a draw)."""
+    """The part of a subset run's benchmark (None for a full run: no record carries a draw); the estimator is
+    imported only for a subset run."""
     import numpy as np
+
+    from pytest_mllm.estimate.estimator import EstimateError, Subset, count_path, estimates
 
     drawn = [r for r in records if DRAW.get(r) is not None]
     if not drawn:
