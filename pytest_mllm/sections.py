@@ -466,6 +466,8 @@ def described(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Every section's settings as the results file records them (`Section.describe`), in the sections' order."""
     return {key: value for section in all_sections()
             for key, value in section.describe(settings.get(section.name)).items()}
+
+
 def run_outputs(settings: Mapping[str, Any]) -> dict[str, Path]:
     """{option: file} of the files the sections with settings for the run write as it goes (`Section.run_outputs`)."""
     return {option: path for name, value in settings.items()
