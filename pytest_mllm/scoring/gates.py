@@ -198,25 +198,35 @@ def _on_interval(gate: Gate, standing: sections.StandIn) -> Verdict:
            "(run the whole benchmark to decide)")
     return Verdict(gate, value, gate.threshold, "fail", why, withheld=why)
 
-def load_baseline(path: Path) -> dict[str, dict[str, float]]:
-    """{benchmark: flat metrics} from an earlier `--mllm-json` file; a metric that is not a finite number
-    (JSON's NaN, Infinity, -Infinity, which would make a limit pass or fail whatever the run scores) is refused."""
+
+@dataclass(frozen=True)
+class Baseline:
+    """An earlier `--mllm-json` file, read once: per benchmark its flat metrics, its scopes (the sections' parts)
+    and the digest of the data it ran on (none where the file was written before digests were recorded)."""
+
+    metrics: dict[str, dict[str, float]]
+    scopes: dict[str, Mapping[str, Any]]
+    data: dict[str, str]
+
+
+def read_baseline(path: Path) -> Baseline:
+    """The baseline at `path`; a metric that is not a finite number (JSON's NaN, Infinity, -Infinity, which would
+    make a limit pass or fail whatever the run scores) is refused, as is a file that is no results file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)
-        return {name: dict(b["metrics"]) for name, b in data["benchmarks"].items()}
+        benchmarks = json.loads(path.read_text(encoding="utf-8"), parse_constant=_non_finite)["benchmarks"]
+        metrics = {name: dict(b["metrics"]) for name, b in benchmarks.items()}
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise GateSyntaxError(f"cannot read baseline results {path}: {exc!s} (expected a --mllm-json file)") from None
+    scopes = {name: b.get("scopes") or {} for name, b in benchmarks.items() if isinstance(b, Mapping)}
+    data = {name: digest for name, b in benchmarks.items()
+            if isinstance(b, Mapping) and isinstance(b.get("data"), Mapping)
+            and isinstance(digest := b["data"].get("digest"), str)}
+    return Baseline(metrics, scopes, data)
 
 
-def load_baseline_data(path: Path) -> dict[str, str]:
-    """{benchmark: the digest of the data it ran on} from an earlier `--mllm-json` file (a benchmark written
-    before digests were recorded has none)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {name: digest for name, b in data["benchmarks"].items()
-                if isinstance(digest := (b.get("data") or {}).get("digest"), str)}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return {}
+def load_baseline(path: Path) -> dict[str, dict[str, float]]:
+    """{benchmark: flat metrics} from an earlier `--mllm-json` file (see `read_baseline`)."""
+    return read_baseline(path).metrics
 
 
 def data_changes(before: Mapping[str, str], now: Mapping[str, str | None]) -> dict[str, str]:
@@ -224,15 +234,6 @@ def data_changes(before: Mapping[str, str], now: Mapping[str, str | None]) -> di
     return {name: (f"the data changed (digest {digest} vs the baseline's {before[name]}): a data change, not a "
                    "model's regression; compare runs on the same data")
             for name, digest in now.items() if digest and before.get(name) and digest != before[name]}
-
-
-def load_baseline_scopes(path: Path) -> dict[str, Mapping[str, Any]]:
-    """{benchmark: its scopes} from an earlier `--mllm-json` file ({} where it holds none)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {name: b.get("scopes") or {} for name, b in data["benchmarks"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return {}
 
 
 def _non_finite(word: str) -> float:
@@ -326,15 +327,14 @@ class GateSettings:
         verdicts = [evaluate_gate(gate, current, scopes, headlines) for gate in self.gates]
         if self.baseline:
             try:
-                baseline = load_baseline(self.baseline)
+                baseline = read_baseline(self.baseline)
             except GateSyntaxError as exc:
-                baseline = {}
+                baseline = Baseline({}, {}, {})
                 verdicts.append(Verdict(Gate(str(self.baseline), "*", "*"), None, None, "fail", str(exc)))
-            before = load_baseline_scopes(self.baseline) if parts is not None else {}
             incomparable = {name: why for name, now in (parts or {}).items()
-                            if (why := sections.incomparable(before.get(name) or {}, now)) is not None}
-            incomparable = {**data_changes(load_baseline_data(self.baseline), data or {}), **incomparable}
-            verdicts += evaluate_regressions(self.max_drops, current, baseline, headlines, paired, incomparable)
+                            if (why := sections.incomparable(baseline.scopes.get(name) or {}, now)) is not None}
+            incomparable = {**data_changes(baseline.data, data or {}), **incomparable}
+            verdicts += evaluate_regressions(self.max_drops, current, baseline.metrics, headlines, paired, incomparable)
         if not self.skip_missing:
             ran = ", ".join(sorted(current)) or "none"
             for verdict in verdicts:
