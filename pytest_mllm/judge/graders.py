@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
@@ -76,7 +77,7 @@ def render(prompt: GradingPrompt, fields: Mapping[str, str]) -> list[Message]:
     return ([{"role": "system", "content": prompt.system}] if prompt.system else []) + [{"role": "user", "content": user}]
 
 
-class Grader:
+class Grader(ABC):
     """A benchmark's judge step; see the module's table. Subclasses set the class attributes and `item`,
     `read`, `replayed` and `fallback`; `rule` decides without the judge where the benchmark's rules can."""
 
@@ -94,8 +95,9 @@ class Grader:
     def messages(self, item: GradeItem) -> list[Message]:
         return render(self.prompt, item.fields)
 
+    @abstractmethod
     def item(self, record: Record, sample: Sample) -> GradeItem:
-        raise NotImplementedError
+        """What the judge is asked about a sample's record: its fields for the prompt, and what its grade needs."""
 
     def rule(self, item: GradeItem) -> Grade | None:
         """A grade the benchmark's rules give without the judge (None: ask the judge)."""
@@ -105,17 +107,17 @@ class Grader:
         """The reply as the reference's scoring reads it (the judge's reply, stripped as VLMEvalKit strips it)."""
         return reply.strip()
 
+    @abstractmethod
     def read(self, reply: str, item: GradeItem) -> Grade | None:
         """The grade a (non-empty, as read) reply gives; None when it gives none (the next attempt is asked)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def replayed(self, row: Mapping[str, Any]) -> str | None:
         """The reply VLMEvalKit's judged file records for a row, as read; None where its judge failed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def fallback(self, item: GradeItem) -> Grade:
         """VLMEvalKit's grade when its judge failed (`--mllm-judge-mode=compat` only)."""
-        raise NotImplementedError
 
     def combine(self, grades: list[Grade]) -> Grade:
         """One grade from several runs (only for `repeatable` graders)."""

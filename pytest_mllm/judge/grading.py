@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
@@ -76,7 +77,7 @@ def identity_text(identity: Mapping[str, Any]) -> str:
     return json.dumps(dict(identity), sort_keys=True, ensure_ascii=False)
 
 
-class GradingJudge:
+class GradingJudge(ABC):
     """The grading procedure shared by the live and the replayed judge (`grade_many`)."""
 
     identity: Mapping[str, Any]
@@ -121,8 +122,9 @@ class GradingJudge:
         grades = [r.grade for r in results if r.grade is not None]
         return Outcome("graded", results[0].source, grader.combine(grades) if len(grades) > 1 else grades[0], attempts)
 
+    @abstractmethod
     def _judge(self, grader: Grader, items: Sequence[GradeItem], run: int, through_xlsx: bool) -> list[Outcome]:
-        raise NotImplementedError
+        """One run's outcome for each item the rules left to the judge, in order."""
 
 
 class LiveJudge(GradingJudge):
