@@ -26,6 +26,7 @@ plugin or a conftest registers its own the same way.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -299,6 +300,31 @@ def percent(value: Any) -> str:
 
 
 SECTIONS: Registry[Section] = Registry("section", "register_section")
+
+
+@dataclass(frozen=True)
+class OptionRange:
+    """A numeric option's bounds, checked where its settings are read (`check_ranges`)."""
+
+    name: str  # its dest, "mllm_…"
+    lowest: float
+    highest: float | None  # None: no upper bound
+    wanted: str  # what it must be, in words ("at least 1")
+    above: bool = False  # `lowest` itself is refused
+
+
+def check_ranges(option: Callable[[str], Any], ranges: Sequence[OptionRange]) -> None:
+    """Each option of `ranges` that is set is a number (not nan, not inf) within its bounds; ValueError names the
+    option, what it must be and the value given."""
+    for bound in ranges:
+        value = option(bound.name)
+        if value is None:
+            continue
+        flag = f"--{bound.name.replace('_', '-')}"
+        if not math.isfinite(value) or value < bound.lowest or (bound.above and value == bound.lowest):
+            raise ValueError(f"{flag} must be {bound.wanted}, got {value}")
+        if bound.highest is not None and value > bound.highest:
+            raise ValueError(f"{flag} must be at most {bound.highest}, got {value}")
 
 
 def register_section(name: str, section: Section) -> Section:

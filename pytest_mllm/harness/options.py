@@ -7,7 +7,6 @@ Every problem is a `pytest.UsageError` naming the option before anything runs.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from pytest_mllm.pytest_compat import is_worker
 from pytest_mllm.engine.output_paths import Output
 from pytest_mllm.report.outputs import OutputError, Outputs
 from pytest_mllm.scoring.gates import GateSettings, GateSyntaxError, load_baseline, parse_gate, parse_max_drop
-from pytest_mllm.sections import output_files, run_outputs, run_settings, uses_cache
+from pytest_mllm.sections import OptionRange, check_ranges, output_files, run_outputs, run_settings, uses_cache
 
 if TYPE_CHECKING:
     from pytest_mllm.estimate.plan import EstimateSettings
@@ -173,12 +172,14 @@ def _gates(config: pytest.Config) -> GateSettings:
                         skip_missing=bool(config.getini("mllm_gate_skip_missing") if skip is None else skip))
 
 
-_RANGES = (  # option, lowest value, highest value, what it is
-    ("mllm_batch_size", 1, 1 << 20, "at least 1"), ("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
-    ("mllm_show_incorrect", 0, None, "0 or more"),
-    ("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"),
-    ("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0"), ("mllm_max_retries", 0, 100, "0 or more"),
-    ("mllm_concurrency", 1, 1 << 12, "1 or more"),
+_RANGES = (
+    OptionRange("mllm_batch_size", 1, 1 << 20, "at least 1"),
+    OptionRange("mllm_max_image_pixels", 1, 1 << 40, "a number of pixels, at least 1"),
+    OptionRange("mllm_show_incorrect", 0, None, "0 or more"),
+    OptionRange("mllm_gpus_per_worker", 1, 1 << 10, "at least 1"),
+    OptionRange("mllm_timeout", 0, 24 * 3600, "a number of seconds above 0", above=True),
+    OptionRange("mllm_max_retries", 0, 100, "0 or more"),
+    OptionRange("mllm_concurrency", 1, 1 << 12, "1 or more"),
 )
 
 
@@ -200,15 +201,10 @@ def _section_settings(config: pytest.Config, benchmarks: list[Path]) -> dict[str
 
 def _check_ranges(config: pytest.Config) -> None:
     """Every numeric option within its bounds, and a number (not nan, not inf)."""
-    for name, lowest, highest, wanted in _RANGES:
-        value = config.getoption(name)
-        if value is None:
-            continue
-        flag = f"--{name.replace('_', '-')}"
-        if not math.isfinite(value) or value < lowest or (name == "mllm_timeout" and value == 0):
-            raise pytest.UsageError(f"{flag} must be {wanted}, got {value}")
-        if highest is not None and value > highest:
-            raise pytest.UsageError(f"{flag} must be at most {highest}, got {value}")
+    try:
+        check_ranges(config.getoption, _RANGES)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _benchmarks_in_run(config: pytest.Config, benchmarks: list[Path]) -> dict[str, Path] | None:

@@ -4,7 +4,6 @@ before anything runs (`JudgeSection.read_options`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,9 +15,11 @@ from pytest_mllm.engine.spec import MAX_NEW_TOKENS
 from pytest_mllm.judge.prompts import Prompt
 from pytest_mllm.judge.verdicts import Mode
 from pytest_mllm.models.ref import ModelRef
+from pytest_mllm.sections import OptionRange, check_ranges
 
 # option, lowest value, highest value, what it must be
-_RANGES = (("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"), ("mllm_judge_temperature", 0, 2, "0 or more"))
+_RANGES = (OptionRange("mllm_judge_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),
+           OptionRange("mllm_judge_temperature", 0, 2, "0 or more"))
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class JudgeSettings:
 def read_settings(option: Callable[[str], Any]) -> JudgeSettings | None:
     """The judge's settings from `--mllm-judge*` (None without `--mllm-judge`); ValueError names the option and
     the fix."""
-    _check_ranges(option)
+    check_ranges(option, _RANGES)
     if not option("mllm_judge"):
         if option("mllm_judge_prompts"):
             raise ValueError("--mllm-judge-prompts needs a judge: pass --mllm-judge=openai:MODEL too")
@@ -57,19 +58,6 @@ def read_settings(option: Callable[[str], Any]) -> JudgeSettings | None:
     return JudgeSettings(model=option("mllm_judge"), endpoint=endpoint, mode=option("mllm_judge_mode"),
                          temperature=option("mllm_judge_temperature"), max_tokens=option("mllm_judge_max_tokens") or 512,
                          prompts=_prompts(path), prompts_path=path)
-
-
-def _check_ranges(option: Callable[[str], Any]) -> None:
-    """The judge's numeric options within their bounds, and numbers (not nan, not inf)."""
-    for name, lowest, highest, wanted in _RANGES:
-        value = option(name)
-        if value is None:
-            continue
-        flag = f"--{name.replace('_', '-')}"
-        if not math.isfinite(value) or value < lowest:
-            raise ValueError(f"{flag} must be {wanted}, got {value}")
-        if value > highest:
-            raise ValueError(f"{flag} must be at most {highest}, got {value}")
 
 
 def _prompts(path: Path | None) -> tuple[Prompt, ...] | None:

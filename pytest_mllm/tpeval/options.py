@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_mllm.engine.spec import MAX_NEW_TOKENS
+from pytest_mllm.sections import OptionRange, check_ranges
 from pytest_mllm.tpeval.settings import TpSettings
 
 if TYPE_CHECKING:
@@ -55,10 +56,7 @@ def read_settings(option: Callable[[str], Any]) -> TpEvalSettings:
     """The run's settings from its options (`option("mllm_…")`); the search's are checked whether or not it
     optimizes. The prompts file is read when the evaluation starts (`TpEvalSettings.prompts`), after the outputs are
     checked against it."""
-    max_tokens = option("mllm_optimizer_max_tokens")
-    if max_tokens is not None and not 1 <= max_tokens <= MAX_NEW_TOKENS:
-        wanted = "at least 1" if max_tokens < 1 else f"at most {MAX_NEW_TOKENS}"
-        raise ValueError(f"--mllm-optimizer-max-tokens must be {wanted}, got {max_tokens}")
+    check_ranges(option, (OptionRange("mllm_optimizer_max_tokens", 1, MAX_NEW_TOKENS, "at least 1"),))
     search = TpSettings(
         rounds=option("mllm_tp_rounds"), per_round=option("mllm_tp_per_round"), top_k=option("mllm_tp_top_k"),
         temperature=option("mllm_tp_temperature"), alpha=option("mllm_tp_alpha"),

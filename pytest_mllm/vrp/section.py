@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_mllm.sections import HtmlPage, HtmlPart, OutputFile, Section, percent, register_section
+from pytest_mllm.sections import (HtmlPage, HtmlPart, OptionRange, OutputFile, Section, check_ranges, percent,
+                                  register_section)
 from pytest_mllm.vrp.metrics import VARIANT
 
 _RELATION = ("consistency", "relation_holds", "sensitivity")
@@ -43,12 +44,8 @@ class VrpSection(Section):
 
     def read_options(self, option: Callable[[str], Any], benchmarks: Mapping[str, Sequence[str]]) -> VrpSettings:
         """--mllm-vrp and --mllm-vrp-examples (at least 1)."""
-        examples = option("mllm_vrp_examples")
-        if examples < 1:
-            raise ValueError(f"--mllm-vrp-examples must be at least 1, got {examples}")
-        if examples > MAX_EXAMPLES:
-            raise ValueError(f"--mllm-vrp-examples must be at most {MAX_EXAMPLES}, got {examples}")
-        return VrpSettings(option("mllm_vrp"), examples)
+        check_ranges(option, (OptionRange("mllm_vrp_examples", 1, MAX_EXAMPLES, "at least 1"),))
+        return VrpSettings(option("mllm_vrp"), option("mllm_vrp_examples"))
 
     def expand(self, settings: VrpSettings | None, spec: Any, samples: list[Any]) -> list[Any]:
         """Every sample's variants in grid and full mode (`vrp/expand.py`); the sources in property mode."""
