@@ -220,8 +220,8 @@ class Evaluation:
         """What a sample's test checks instead of its one answer, or None: `(sample, answer, keep)` asks
         `answer` as it needs, hands the records so far to `keep`, and raises when the check fails; the first
         section's that has one (`Section.sample_check`: a metamorphic relation over drawn variants)."""
-        for section in all_sections():
-            check = section.sample_check(self.settings.sections.get(section.name), spec, self.settings)
+        for section, settings in self._sections:
+            check = section.sample_check(settings, spec, self.settings)
             if check is not None:
                 return check
         return None
@@ -237,8 +237,8 @@ class Evaluation:
         samples = load_samples(spec, self.data_root(spec))
         self._rows[spec.name] = samples
         expanded: list[AnySample] = list(samples)
-        for section in all_sections():
-            expanded = section.expand(self.settings.sections.get(section.name), spec, expanded)
+        for section, settings in self._sections:
+            expanded = section.expand(settings, spec, expanded)
         return self._subset(spec, expanded) if self.settings.estimate is not None else expanded
 
     def _subset(self, spec: BenchmarkSpec, samples: list[AnySample]) -> list[AnySample]:
@@ -298,7 +298,7 @@ class Evaluation:
         makes each sample of the batch an error, never a missing record), as the sections answer a batch
         (`Section.wrap_answer`: under another spec, with a second answer in each record)."""
         try:
-            return self._answer(items)
+            return self._answer_batch(items)
         except Exception as exc:  # noqa: BLE001 - scored as errors: a dropped sample would inflate the scores
             error = failed_batch_error(exc)
             records = []
@@ -307,9 +307,6 @@ class Evaluation:
                 record.update({"model": self.settings.model, "error": error})
                 records.append(record)
             return records
-
-    def _answer(self, items: Sequence[tuple[Sample, BenchmarkSpec]]) -> list[Record]:
-        return self._answer_batch(items)
 
     def _wrapped_answer(self) -> BatchAnswer:
         """The evaluator's answer to a batch, wrapped by each section in turn (`Section.wrap_answer`)."""

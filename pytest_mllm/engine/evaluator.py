@@ -169,8 +169,10 @@ class Evaluator:
             self._answer(todo, keys)
         self._rule([(r, s, spec.responses_through_xlsx) for r, (s, spec) in zip(records, items)
                     if r["error"] == NOT_YET_RULED])
-        for review in self._review_steps:
-            review([(r, s) for r, (s, _) in zip(records, items)])
+        if self._review_steps:
+            pairs = [(r, s) for r, (s, _) in zip(records, items)]
+            for review in self._review_steps:
+                review(pairs)
         return records
 
     def _rule(self, triples: list[tuple[Record, Sample, bool]]) -> None:

@@ -27,7 +27,6 @@ class TaskProgress:
         self.config = config
         self.task = task
         self.job = job
-        self.rounds = job.steps
         self.counts = dict.fromkeys(job.calls, 0)  # calls actually sent (replayed ones are free)
         self.round = 0
         self.visible = not is_worker(config)
@@ -54,7 +53,7 @@ class TaskProgress:
                     reporter.write_line(self._line())
 
     def _line(self) -> str:
-        return f"  {self.job.title} {self.task}: round {self.round}/{self.rounds} · {self.job.calls_text(self.counts)}"
+        return f"  {self.job.title} {self.task}: round {self.round}/{self.job.steps} · {self.job.calls_text(self.counts)}"
 
     def _draw_bar(self) -> None:
         from rich.console import Console
@@ -65,11 +64,11 @@ class TaskProgress:
                                  TextColumn("{task.fields[calls]}"), console=Console(file=sys.__stdout__),
                                  auto_refresh=False, redirect_stdout=False, redirect_stderr=False, transient=True)
             self._bar.start()
-            self._bar_task = self._bar.add_task(f"{self.job.title} {self.task}", total=self.rounds, calls="")
+            self._bar_task = self._bar.add_task(f"{self.job.title} {self.task}", total=self.job.steps, calls="")
         calls = self.job.calls_text(self.counts, bar=True)
         self._bar.update(self._bar_task, completed=self.round, calls=calls)
         self._bar.refresh()
-        if self.round >= self.rounds:
+        if self.round >= self.job.steps:
             self._bar.stop()
 
     def close(self) -> None:
