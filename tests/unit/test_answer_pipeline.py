@@ -148,6 +148,32 @@ def test_a_turn_held_by_another_thread_holds_the_answers_not_the_loop() -> None:
         pipeline.close()
 
 
+def test_an_answer_waiting_in_its_turn_holds_the_others_not_the_loop() -> None:
+    """A wait that keeps the turn (a judge's call in a verdict step): the next answer starts only after it."""
+    answer, order = Gated(), []
+
+    def judged(items: Sequence[tuple[Sample, Any]]) -> list[Record]:
+        [(one, _)] = items
+        order.append(f"start {one.id}")
+        served_loop.wait_for(asyncio.to_thread(answer.gate(one.id).wait, 10))  # the turn kept
+        order.append(f"end {one.id}")
+        return [new_record(id=one.id, benchmark="b", task="t")]
+
+    pipeline = AnswerPipeline(judged, answer.turn, width=2)
+    try:
+        pipeline.submit(0, sample(0), SPEC)
+        wait_until(lambda: order == ["start s0"])
+        pipeline.submit(1, sample(1), SPEC)
+        assert served_loop.wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
+        assert order == ["start s0"]
+        answer.gate("s1").set()
+        answer.gate("s0").set()
+        assert [pipeline.take(n)["id"] for n in (0, 1)] == ["s0", "s1"]
+        assert order == ["start s0", "end s0", "start s1", "end s1"]
+    finally:
+        pipeline.close()
+
+
 def test_an_answer_that_raises_is_raised_by_take_and_leaves_no_slot_taken() -> None:
     def fails(items: Sequence[tuple[Sample, Any]]) -> list[Record]:
         raise RuntimeError("broken")
