@@ -36,10 +36,10 @@ class Turn:
 
     def __enter__(self) -> Turn:
         if not self._lock.acquire(blocking=False):
-            from pytest_mllm.engine import served_loop
+            from pytest_mllm.engine.served_loop import on_loop_thread, wait_for
 
-            if served_loop.on_loop_thread():
-                served_loop.wait_for(asyncio.to_thread(self._lock.acquire))
+            if on_loop_thread():
+                wait_for(asyncio.to_thread(self._lock.acquire))
             else:
                 self._lock.acquire()
         self._owner = _holder()
@@ -105,9 +105,9 @@ class AnswerPipeline:
         self.turn = turn
         self.width = width
         self.ahead = ahead
-        from pytest_mllm.engine import served_loop
+        from pytest_mllm.engine.served_loop import spawn
 
-        self._spawn = served_loop.spawn
+        self._spawn = spawn
         self._futures: dict[Hashable, Future[Record]] = {}
         self._in_flight = 0  # submitted and not yet answered
         self.lock = threading.RLock()  # over the futures, the count and `ahead`'s own state (its cursor)

@@ -15,7 +15,7 @@ from PIL import Image
 
 from pytest_mllm.engine.encoded_images import EncodedImages
 from pytest_mllm.engine.images import DecodedImages, ImageError
-from pytest_mllm.engine import served_loop
+from pytest_mllm.engine.served_loop import wait_for
 from pytest_mllm.engine.pipeline import BACKLOG_FACTOR, AnswerPipeline, Turn
 from pytest_mllm.record import Record, new_record
 from pytest_mllm.sample import ImageRef, Sample
@@ -45,7 +45,7 @@ class Gated:
         [(one, _)] = items
         self.started.append(one.id)
         with self.turn.given_up():
-            assert served_loop.wait_for(asyncio.to_thread(self.gate(one.id).wait, 10))
+            assert wait_for(asyncio.to_thread(self.gate(one.id).wait, 10))
         return [new_record(id=one.id, benchmark="b", task="t")]
 
 
@@ -140,7 +140,7 @@ def test_a_turn_held_by_another_thread_holds_the_answers_not_the_loop() -> None:
     try:
         with answer.turn:  # the tests' thread evaluating (a section's own pass, say)
             pipeline.submit(0, sample(0), SPEC)
-            assert served_loop.wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
+            assert wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
             assert answer.started == []  # waiting for the turn
         answer.gate("s0").set()
         assert pipeline.take(0)["id"] == "s0"
@@ -155,7 +155,7 @@ def test_an_answer_waiting_in_its_turn_holds_the_others_not_the_loop() -> None:
     def judged(items: Sequence[tuple[Sample, Any]]) -> list[Record]:
         [(one, _)] = items
         order.append(f"start {one.id}")
-        served_loop.wait_for(asyncio.to_thread(answer.gate(one.id).wait, 10))  # the turn kept
+        wait_for(asyncio.to_thread(answer.gate(one.id).wait, 10))  # the turn kept
         order.append(f"end {one.id}")
         return [new_record(id=one.id, benchmark="b", task="t")]
 
@@ -164,7 +164,7 @@ def test_an_answer_waiting_in_its_turn_holds_the_others_not_the_loop() -> None:
         pipeline.submit(0, sample(0), SPEC)
         wait_until(lambda: order == ["start s0"])
         pipeline.submit(1, sample(1), SPEC)
-        assert served_loop.wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
+        assert wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
         assert order == ["start s0"]
         answer.gate("s1").set()
         answer.gate("s0").set()
