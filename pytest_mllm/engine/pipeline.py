@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -27,27 +28,47 @@ if TYPE_CHECKING:
 
 class Turn:
     """A lock over the evaluation that its holder can give up for a while (`given_up`). The holder is a
-    thread or one of the served loop's greenlets: a greenlet that finds the turn taken waits for it
-    without holding up the loop (the holder may be a greenlet waiting on that loop)."""
+    thread or one of the served loop's greenlets; the turn is handed to those waiting in the order they
+    came. A greenlet waits on the loop (the holder may be a greenlet waiting on that loop), a thread on
+    an event of its own: no thread is taken up by a wait."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._guard = threading.Lock()  # over the fields below, held only for a moment
+        self._held = False
         self._owner: object = None
+        self._waiting: deque[Callable[[], object]] = deque()  # how to hand the turn to each waiting caller
 
     def __enter__(self) -> Turn:
-        if not self._lock.acquire(blocking=False):
-            from pytest_mllm.engine.served_loop import on_loop_thread, wait_for
-
-            if on_loop_thread():
-                wait_for(asyncio.to_thread(self._lock.acquire))
-            else:
-                self._lock.acquire()
+        with self._guard:
+            if not self._held:
+                self._held = True
+                self._owner = _holder()
+                return self
+            wait = self._queue_up()
+        wait()  # returns once the turn was handed over: it stays held
         self._owner = _holder()
         return self
 
+    def _queue_up(self) -> Callable[[], object]:
+        """Join the waiting callers (under the guard); the returned call waits for the turn."""
+        from pytest_mllm.engine.served_loop import loop, on_loop_thread, wait_for
+
+        if on_loop_thread():
+            served = loop()
+            handed: asyncio.Future[None] = served.create_future()
+            self._waiting.append(lambda: served.call_soon_threadsafe(handed.set_result, None))
+            return lambda: wait_for(handed)
+        event = threading.Event()
+        self._waiting.append(event.set)
+        return event.wait
+
     def __exit__(self, *exc: object) -> None:
-        self._owner = None
-        self._lock.release()
+        with self._guard:
+            self._owner = None
+            if self._waiting:
+                self._waiting.popleft()()
+            else:
+                self._held = False
 
     @contextmanager
     def given_up(self) -> Iterator[None]:

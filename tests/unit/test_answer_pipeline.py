@@ -159,17 +159,20 @@ def test_an_answer_waiting_in_its_turn_holds_the_others_not_the_loop() -> None:
         order.append(f"end {one.id}")
         return [new_record(id=one.id, benchmark="b", task="t")]
 
-    pipeline = AnswerPipeline(judged, answer.turn, width=2)
+    pipeline = AnswerPipeline(judged, answer.turn, width=20)
     try:
         pipeline.submit(0, sample(0), SPEC)
         wait_until(lambda: order == ["start s0"])
-        pipeline.submit(1, sample(1), SPEC)
+        threads = threading.active_count()
+        for n in range(1, 20):
+            pipeline.submit(n, sample(n), SPEC)
+            answer.gate(f"s{n}").set()
         assert wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
-        assert order == ["start s0"]
-        answer.gate("s1").set()
+        assert wait_for(asyncio.to_thread(lambda: "executor free")) == "executor free"
+        assert order == ["start s0"] and threading.active_count() <= threads + 1  # nineteen wait, on no thread
         answer.gate("s0").set()
-        assert [pipeline.take(n)["id"] for n in (0, 1)] == ["s0", "s1"]
-        assert order == ["start s0", "end s0", "start s1", "end s1"]
+        assert [pipeline.take(n)["id"] for n in range(20)] == [f"s{n}" for n in range(20)]
+        assert order == [f"{step} s{n}" for n in range(20) for step in ("start", "end")]  # in the order they came
     finally:
         pipeline.close()
 
@@ -190,6 +193,7 @@ def test_a_closed_pipeline_starts_nothing_more() -> None:
     answer = Gated()
     pipeline = AnswerPipeline(answer, answer.turn, width=1, ahead=lambda room: pipeline.submit("next", sample(9), SPEC))
     pipeline.submit("first", sample(0), SPEC)
+    wait_until(lambda: answer.started == ["s0"])  # in flight: it ends on its own
     pipeline.close()
     answer.gate("s0").set()
     wait_until(lambda: pipeline.in_flight == 0)
