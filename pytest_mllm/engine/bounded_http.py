@@ -3,10 +3,10 @@ for its answer, whatever the server does.
 
 The `openai` SDK's own timeout bounds each socket operation, not the request: a server that sends a
 byte every few seconds (of its headers or of its body) holds a request for ever, and a compressed or
-endless body is read into memory whole. `bounded_http_client` gives the SDK an HTTP client whose
-connections read and write against the deadline of the request in progress (`limits(deadline_s)`
-sets it for the calling thread: the SDK's synchronous calls run there) and count the bytes
-received, and whose answers are decompressed here, a bounded piece at a time:
+endless body is read into memory whole. `bounded_http_client` gives the SDK an asynchronous HTTP client
+whose connections read and write against the deadline of the request in progress (`limits(deadline_s)`
+sets it for the calling task: each task has its own context) and count the bytes received, and whose
+answers are decompressed here, a bounded piece at a time:
 
 - the deadline covers connecting, sending, the headers and the whole body; when it passes, the
   read in progress fails as a timeout (`RequestLimits.expired`);
@@ -21,11 +21,11 @@ transport's connection pool (`httpcore`'s public `network_backend`), set on the 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ _INFLATE_STEP = 2**16  # decompressed at most this much at a time
 
 @dataclass
 class RequestLimits:
-    """The limits of the request the calling thread is making, and what it ran into."""
+    """The limits of the request the calling task is making, and what it ran into."""
 
     deadline: float  # time.monotonic() by which the whole request must be done
     received: int = 0  # bytes read from the connection
@@ -52,30 +52,25 @@ class RequestLimits:
         return left if timeout is None else min(timeout, left)
 
 
-_current = threading.local()
+_current: ContextVar[RequestLimits | None] = ContextVar("request_limits", default=None)
 
 
 @contextmanager
 def limits(deadline_s: float) -> Iterator[RequestLimits]:
-    """Bound the HTTP request the calling thread makes in this block: `deadline_s` from now."""
+    """Bound the HTTP request the calling task makes in this block: `deadline_s` from now."""
     state = RequestLimits(time.monotonic() + deadline_s)
-    previous = getattr(_current, "limits", None)
-    _current.limits = state
+    token = _current.set(state)
     try:
         yield state
     finally:
-        _current.limits = previous
-
-
-def _limits() -> RequestLimits | None:
-    return getattr(_current, "limits", None)
+        _current.reset(token)
 
 
 def http_packages() -> tuple[Any, Any]:
     """(httpx, httpcore): the HTTP packages the installed `openai` SDK is built on (httpx2 in later releases)."""
     import openai
 
-    client_class = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    client_class = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
     httpx = sys.modules[client_class.__module__.split(".")[0]]  # imported by the SDK
     if httpx.__name__ == "httpx2":  # httpx imports its httpcore only when a transport is made: import it here
         import httpcore2
@@ -93,38 +88,39 @@ class _BoundedStream:
         self._stream = stream
         self._httpcore = httpcore
 
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        state = _limits()
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        state = _current.get()
         if state is None:
-            return self._stream.read(max_bytes, timeout)  # type: ignore[no-any-return]
+            return await self._stream.read(max_bytes, timeout)  # type: ignore[no-any-return]
         allowed = state.remaining(timeout)
         if state.expired:
             raise self._httpcore.ReadTimeout("the request's deadline passed")
-        data: bytes = self._stream.read(max_bytes, allowed)
+        data: bytes = await self._stream.read(max_bytes, allowed)
         state.received += len(data)
         if state.received > MAX_ANSWER_BYTES + _HEADER_ALLOWANCE:
             state.refused = f"more than {MAX_ANSWER_BYTES // 2**20} MiB"
             raise self._httpcore.ReadError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes")
         return data
 
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        state = _limits()
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        state = _current.get()
         if state is not None:
             timeout = state.remaining(timeout)
             if state.expired:
                 raise self._httpcore.WriteTimeout("the request's deadline passed")
-        self._stream.write(buffer, timeout)
+        await self._stream.write(buffer, timeout)
 
-    def close(self) -> None:
-        self._stream.close()
+    async def aclose(self) -> None:
+        await self._stream.aclose()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-        state = _limits()
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                        timeout: float | None = None) -> _BoundedStream:
+        state = _current.get()
         if state is not None:
             timeout = state.remaining(timeout)
             if state.expired:
                 raise self._httpcore.ConnectTimeout("the request's deadline passed")
-        return _BoundedStream(self._stream.start_tls(ssl_context, server_hostname, timeout), self._httpcore)
+        return _BoundedStream(await self._stream.start_tls(ssl_context, server_hostname, timeout), self._httpcore)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
@@ -138,7 +134,7 @@ class _BoundedBackend:
         self._httpcore = httpcore
 
     def _timeout(self, timeout: float | None) -> float | None:
-        state = _limits()
+        state = _current.get()
         if state is None:
             return timeout
         timeout = state.remaining(timeout)
@@ -146,18 +142,20 @@ class _BoundedBackend:
             raise self._httpcore.ConnectTimeout("the request's deadline passed")
         return timeout
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> _BoundedStream:
-        stream = self._backend.connect_tcp(host, port, timeout=self._timeout(timeout), local_address=local_address,
-                                           socket_options=socket_options)
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Any = None) -> _BoundedStream:
+        stream = await self._backend.connect_tcp(host, port, timeout=self._timeout(timeout),
+                                                 local_address=local_address, socket_options=socket_options)
         return _BoundedStream(stream, self._httpcore)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> _BoundedStream:
-        stream = self._backend.connect_unix_socket(path, timeout=self._timeout(timeout), socket_options=socket_options)
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Any = None) -> _BoundedStream:
+        stream = await self._backend.connect_unix_socket(path, timeout=self._timeout(timeout),
+                                                         socket_options=socket_options)
         return _BoundedStream(stream, self._httpcore)
 
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
 
 
 class _InflatedBody:
@@ -169,12 +167,12 @@ class _InflatedBody:
         self._encoding = encoding
         self._httpx = httpx
 
-    def __iter__(self) -> Iterator[bytes]:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         # gzip: a gzip header; deflate: a zlib stream (as sent by most servers) or a raw one
         inflater = zlib.decompressobj(zlib.MAX_WBITS | 16 if self._encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS)
         raw_deflate = self._encoding == "deflate"
         size = 0
-        for chunk in self._raw:
+        async for chunk in self._raw:
             pending = chunk
             while pending:
                 try:
@@ -196,28 +194,28 @@ class _InflatedBody:
                     break
 
     def _refuse(self, why: str) -> None:
-        state = _limits()
+        state = _current.get()
         if state is not None:
             state.refused = why
         raise self._httpx.DecodingError(f"the answer is {why}")
 
-    def close(self) -> None:
-        self._raw.close()
+    async def aclose(self) -> None:
+        await self._raw.aclose()
 
 
 def _bound_body(httpx: Any) -> Any:
     """A response hook: a compressed body is decompressed by `_InflatedBody` instead of httpx (which has no
     bound); an encoding other than gzip or deflate is refused."""
-    class InflatedBody(_InflatedBody, httpx.SyncByteStream):  # type: ignore[misc]  # httpx reads and closes only its own stream type
+    class InflatedBody(_InflatedBody, httpx.AsyncByteStream):  # type: ignore[misc]  # httpx reads and closes only its own stream type
         pass
 
-    def hook(response: Any) -> None:
+    async def hook(response: Any) -> None:
         codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",") if c.strip()]
         codings = [c for c in codings if c != "identity"]
         if not codings:
             return
         if len(codings) > 1 or codings[0] not in ("gzip", "x-gzip", "deflate"):
-            state = _limits()
+            state = _current.get()
             if state is not None:
                 state.refused = f"sent with the content encoding {', '.join(codings)!r}, which is not read here"
             raise httpx.DecodingError(f"unsupported content encoding {', '.join(codings)!r}")
@@ -227,8 +225,9 @@ def _bound_body(httpx: Any) -> Any:
 
 
 def bounded_http_client(base_url: str, *, connections: int) -> Any:
-    """An HTTP client for the SDK (`openai.OpenAI(http_client=…)`) whose requests keep the limits of the
-    thread's `limits(…)` block; proxies from the environment (HTTPS_PROXY, NO_PROXY …) as the SDK uses them."""
+    """An asynchronous HTTP client for the SDK (`openai.AsyncOpenAI(http_client=…)`) whose requests keep the
+    limits of the task's `limits(…)` block; proxies from the environment (HTTPS_PROXY, NO_PROXY …) as the SDK
+    uses them. It may be made on any thread; it is used on one event loop only."""
     import urllib.parse
     import urllib.request
 
@@ -239,10 +238,10 @@ def bounded_http_client(base_url: str, *, connections: int) -> Any:
     proxies = urllib.request.getproxies()
     proxy = None if urllib.request.proxy_bypass(host) else (proxies.get(urllib.parse.urlsplit(base_url).scheme)
                                                             or proxies.get("all"))
-    transport = httpx.HTTPTransport(proxy=proxy or None, limits=httpx.Limits(
+    transport = httpx.AsyncHTTPTransport(proxy=proxy or None, limits=httpx.Limits(
         max_connections=None, max_keepalive_connections=connections))
     pool = getattr(transport, "_pool", None)
     if pool is not None and hasattr(pool, "_network_backend"):
         pool._network_backend = _BoundedBackend(pool._network_backend, httpcore)
-    return openai.DefaultHttpxClient(transport=transport, event_hooks={"response": [_bound_body(httpx)]},
-                                     headers={"Accept-Encoding": "gzip, deflate"})
+    return openai.DefaultAsyncHttpxClient(transport=transport, event_hooks={"response": [_bound_body(httpx)]},
+                                          headers={"Accept-Encoding": "gzip, deflate"})
