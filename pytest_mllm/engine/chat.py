@@ -1,8 +1,11 @@
 """A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-A completion is the request the SDK's `chat.completions.create` sends (its headers, its body's bytes),
-built once per connection pool and posted on the SDK's HTTP client without the SDK's per-request
-layers (a served run sends hundreds a second); the SDK's client bounds it (`engine/bounded_http.py`):
+Every request of the process is sent and received on one asyncio loop, the served loop
+(`engine/served_loop.py`): `achat` is the coroutine; `chat` and `chat_many` wait for it there (a
+greenlet of `served_loop.spawn` steps aside meanwhile, any other thread blocks). A completion is the
+request the SDK's `chat.completions.create` sends (its headers, its body's bytes), built once per
+connection pool and posted on the SDK's asynchronous HTTP client without the SDK's per-request
+layers (a served run sends hundreds a second); that client bounds it (`engine/bounded_http.py`):
 the whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and
 an answer at most MAX_ANSWER_BYTES, decompressed bytes included. The concurrency is split over
 connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks all its connections at
@@ -35,6 +38,7 @@ import socket
 import threading
 import time
 import urllib.parse
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -258,6 +262,18 @@ class _Pool:
         return await self.client.send(request)
 
 
+def _close_later(clients: list[Any]) -> None:
+    """Close the HTTP clients of a client that is gone, on the served loop they belong to (from any thread)."""
+    from pytest_mllm.engine.served_loop import loop
+
+    async def close() -> None:
+        for client in clients:
+            await client.aclose()
+
+    served = loop()
+    served.call_soon_threadsafe(lambda: _keep_running(served.create_task(close())))
+
+
 def _excerpt(text: str) -> str:
     """A scrubbed excerpt of `text`: scrubbed before it is cut (a key at the cut would leave its
     start behind) and after (joining whitespace must not make a fragment)."""
@@ -295,7 +311,7 @@ class ChatClient:
     sent; None sends none (no `Authorization` header): the client never reads `$OPENAI_API_KEY`
     itself (`endpoint.api_key_for` decides which key goes where). Replies and errors are scrubbed.
     `concurrency` caps the requests in flight through this client, from `chat_many` and from
-    any threads calling `chat`; a request keeps its slot through its retries. `timeout_s` is each
+    any callers of `chat` or `achat`; a request keeps its slot through its retries. `timeout_s` is each
     try's deadline, for the whole request. With `hung_fails_fast` (a server without replicas), once
     the server answered nothing while a request waited its whole deadline, later requests fail at once
     until an answer comes (a replica's client leaves that to `ReplicaClient`, which sets it aside).
@@ -350,6 +366,7 @@ class ChatClient:
         self.hung_fails_fast = hung_fails_fast
         self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP answer of any kind
         self._hung: str | None = None  # why later requests fail at once
+        weakref.finalize(self, _close_later, clients).atexit = False  # at exit, the process closes the sockets
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r})"
