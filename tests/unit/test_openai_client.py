@@ -333,6 +333,26 @@ def test_the_concurrency_cap_holds_over_several_connection_pools(injector: Fault
     assert injector.max_active == concurrency
 
 
+def test_chats_from_greenlets_of_the_served_loop_overlap_on_its_one_thread(injector: FaultInjector) -> None:
+    """`chat` called in greenlets of `served_loop.spawn` steps aside while it waits: the requests overlap,
+    every caller runs on the loop's thread, and the cap still holds."""
+    from pytest_mllm.engine import served_loop
+
+    injector.delay = lambda body: 0.3
+    client = client_for(injector, concurrency=4)
+
+    def ask() -> tuple[str, bool]:
+        return client.chat("m", HELLO).text, served_loop.on_loop_thread()
+
+    start = time.monotonic()
+    futures = [served_loop.spawn(ask) for _ in range(8)]
+    outcomes = [future.result(timeout=30) for future in futures]
+    elapsed = time.monotonic() - start
+    assert outcomes == [("ok", True)] * 8
+    assert injector.max_active == 4
+    assert elapsed < 8 * 0.3 * 0.6, elapsed  # one after another would take 2.4 s; 4 at a time about 0.6 s
+
+
 def test_chat_many_keeps_input_order_and_isolates_failures(injector: FaultInjector) -> None:
     """Later questions are answered sooner, and question 3 is refused."""
     injector.delay = lambda body: 0.05 * (8 - int(last_text(body)))
