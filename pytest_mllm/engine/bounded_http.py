@@ -20,6 +20,8 @@ transport's connection pool (`httpcore`'s public `network_backend`), set on the 
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import sys
 import time
 import zlib
@@ -81,81 +83,188 @@ def http_packages() -> tuple[Any, Any]:
     return httpx, httpcore
 
 
-class _BoundedStream:
-    """A connection whose reads and writes end by the request's deadline and whose received bytes count."""
+_READ_AHEAD = 2**18  # received bytes held before the connection stops reading until some are taken
 
-    def __init__(self, stream: Any, httpcore: Any) -> None:
-        self._stream = stream
+
+class _Connection(asyncio.Protocol):
+    """The receiving end of a connection: what arrived and not yet read, and whether it ended."""
+
+    def __init__(self) -> None:
+        self.received = bytearray()
+        self.ended = False
+        self.error: Exception | None = None
+        self.paused = False  # the transport's buffer is full: a write waits
+        self.waiter: asyncio.Future[None] | None = None  # a read or write waiting for the connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport  # after a TLS handshake, the TLS transport (`_BoundedStream.start_tls`)
+        self.held = False  # reading paused: `_READ_AHEAD` bytes wait to be read
+
+    def data_received(self, data: bytes) -> None:
+        self.received += data
+        if len(self.received) > _READ_AHEAD and not self.held:
+            self.held = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def take(self, max_bytes: int) -> bytes:
+        """Up to `max_bytes` of what arrived, reading resumed once little is left."""
+        data = bytes(self.received[:max_bytes])
+        del self.received[:max_bytes]
+        if self.held and len(self.received) <= _READ_AHEAD and not self.ended:
+            self.held = False
+            self.transport.resume_reading()
+        return data
+
+    def eof_received(self) -> None:
+        self.ended = True
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended, self.error = True, exc
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+class _BoundedStream:
+    """httpcore's network stream on an asyncio transport: reads and writes end by the request's deadline
+    (`limits`), and the bytes received count."""
+
+    def __init__(self, transport: Any, connection: _Connection, httpcore: Any) -> None:
+        self._transport = transport
+        self._connection = connection
         self._httpcore = httpcore
+
+    async def _wait(self, timeout: float | None, timed_out: type[Exception]) -> None:
+        """Wait until the connection wakes a waiter; `timed_out` once `timeout` passes."""
+        waiter = self._connection.waiter = asyncio.get_running_loop().create_future()
+
+        def expire() -> None:
+            if not waiter.done():
+                waiter.set_exception(timed_out("timed out"))
+
+        timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, expire)
+        try:
+            await waiter
+        finally:
+            self._connection.waiter = None
+            if timer is not None:
+                timer.cancel()
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         state = _current.get()
-        if state is None:
-            return await self._stream.read(max_bytes, timeout)  # type: ignore[no-any-return]
-        allowed = state.remaining(timeout)
-        if state.expired:
-            raise self._httpcore.ReadTimeout("the request's deadline passed")
-        data: bytes = await self._stream.read(max_bytes, allowed)
-        state.received += len(data)
-        if state.received > MAX_ANSWER_BYTES + _HEADER_ALLOWANCE:
-            state.refused = f"more than {MAX_ANSWER_BYTES // 2**20} MiB"
-            raise self._httpcore.ReadError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes")
+        connection = self._connection
+        if not connection.received and not connection.ended:
+            if state is not None:
+                timeout = state.remaining(timeout)
+                if state.expired:
+                    raise self._httpcore.ReadTimeout("the request's deadline passed")
+            await self._wait(timeout, self._httpcore.ReadTimeout)
+        if not connection.received:
+            if connection.error is not None:
+                raise self._httpcore.ReadError(str(connection.error))
+            return b""
+        data = connection.take(max_bytes)
+        if state is not None:
+            state.received += len(data)
+            if state.received > MAX_ANSWER_BYTES + _HEADER_ALLOWANCE:
+                state.refused = f"more than {MAX_ANSWER_BYTES // 2**20} MiB"
+                raise self._httpcore.ReadError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes")
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        state = _current.get()
-        if state is not None:
-            timeout = state.remaining(timeout)
-            if state.expired:
-                raise self._httpcore.WriteTimeout("the request's deadline passed")
-        await self._stream.write(buffer, timeout)
+        if not buffer:
+            return
+        if self._transport.is_closing():
+            raise self._httpcore.WriteError("the connection is closed")
+        self._transport.write(buffer)
+        if self._connection.paused:
+            state = _current.get()
+            if state is not None:
+                timeout = state.remaining(timeout)
+                if state.expired:
+                    raise self._httpcore.WriteTimeout("the request's deadline passed")
+            await self._wait(timeout, self._httpcore.WriteTimeout)
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        self._transport.close()
 
     async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                         timeout: float | None = None) -> _BoundedStream:
-        state = _current.get()
-        if state is not None:
-            timeout = state.remaining(timeout)
-            if state.expired:
-                raise self._httpcore.ConnectTimeout("the request's deadline passed")
-        return _BoundedStream(await self._stream.start_tls(ssl_context, server_hostname, timeout), self._httpcore)
+        timeout = _connect_timeout(timeout, self._httpcore)
+        try:
+            transport = await asyncio.wait_for(asyncio.get_running_loop().start_tls(
+                self._transport, self._connection, ssl_context, server_hostname=server_hostname), timeout)
+        except asyncio.TimeoutError:
+            self._transport.close()
+            raise self._httpcore.ConnectTimeout("the TLS handshake timed out") from None
+        except (OSError, ssl.SSLError) as exc:
+            self._transport.close()
+            raise self._httpcore.ConnectError(str(exc)) from None
+        self._connection.transport = transport
+        return _BoundedStream(transport, self._connection, self._httpcore)
 
     def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
+        if info == "is_readable":  # an idle connection with something to read was closed or is out of step
+            return bool(self._connection.received) or self._connection.ended
+        name = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername",
+                "socket": "socket"}.get(info)
+        return None if name is None else self._transport.get_extra_info(name)
+
+
+def _connect_timeout(timeout: float | None, httpcore: Any) -> float | None:
+    """A connection's timeout, at most what is left of the request's deadline."""
+    state = _current.get()
+    if state is None:
+        return timeout
+    timeout = state.remaining(timeout)
+    if state.expired:
+        raise httpcore.ConnectTimeout("the request's deadline passed")
+    return timeout
 
 
 class _BoundedBackend:
-    """httpcore's network backend, its connections made `_BoundedStream`s and opened by the deadline."""
+    """httpcore's network backend on the running asyncio loop, its connections `_BoundedStream`s opened by the
+    deadline (the transport's own backend, on anyio, costs a third more per request)."""
 
-    def __init__(self, backend: Any, httpcore: Any) -> None:
-        self._backend = backend
+    def __init__(self, httpcore: Any) -> None:
         self._httpcore = httpcore
 
-    def _timeout(self, timeout: float | None) -> float | None:
-        state = _current.get()
-        if state is None:
-            return timeout
-        timeout = state.remaining(timeout)
-        if state.expired:
-            raise self._httpcore.ConnectTimeout("the request's deadline passed")
-        return timeout
+    async def _open(self, opening: Any, timeout: float | None, socket_options: Any) -> _BoundedStream:
+        timeout = _connect_timeout(timeout, self._httpcore)
+        try:
+            transport, connection = await asyncio.wait_for(opening, timeout)
+        except asyncio.TimeoutError:
+            raise self._httpcore.ConnectTimeout("the connection timed out") from None
+        except OSError as exc:
+            raise self._httpcore.ConnectError(str(exc)) from None
+        for option in socket_options or ():
+            transport.get_extra_info("socket").setsockopt(*option)
+        return _BoundedStream(transport, connection, self._httpcore)
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Any = None) -> _BoundedStream:
-        stream = await self._backend.connect_tcp(host, port, timeout=self._timeout(timeout),
-                                                 local_address=local_address, socket_options=socket_options)
-        return _BoundedStream(stream, self._httpcore)
+        opening = asyncio.get_running_loop().create_connection(
+            _Connection, host, port, local_addr=None if local_address is None else (local_address, 0))
+        return await self._open(opening, timeout, socket_options)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Any = None) -> _BoundedStream:
-        stream = await self._backend.connect_unix_socket(path, timeout=self._timeout(timeout),
-                                                         socket_options=socket_options)
-        return _BoundedStream(stream, self._httpcore)
+        opening = asyncio.get_running_loop().create_unix_connection(_Connection, path)
+        return await self._open(opening, timeout, socket_options)
 
     async def sleep(self, seconds: float) -> None:
-        await self._backend.sleep(seconds)
+        await asyncio.sleep(seconds)
 
 
 class _InflatedBody:
@@ -242,6 +351,6 @@ def bounded_http_client(base_url: str, *, connections: int) -> Any:
         max_connections=None, max_keepalive_connections=connections))
     pool = getattr(transport, "_pool", None)
     if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = _BoundedBackend(pool._network_backend, httpcore)
+        pool._network_backend = _BoundedBackend(httpcore)
     return openai.DefaultAsyncHttpxClient(transport=transport, event_hooks={"response": [_bound_body(httpx)]},
                                           headers={"Accept-Encoding": "gzip, deflate"})
