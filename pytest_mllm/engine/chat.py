@@ -20,8 +20,8 @@ is given (it reads no environment variable; the key policy is `endpoint.api_key_
 `Authorization` header, and `scrub` removes it
 from every error message, every reply (before anything caches, records or writes it) and every
 log record of the process: any fragment of 6 or more characters of a key any client of this
-process holds, and any `Bearer …` or `api-key: …` value. `openai` is imported only when a client is
-made (the plugin's import path stays light).
+process holds, and any `Bearer …` or `api-key: …` value. `openai`, `asyncio` and the bounded HTTP
+client are imported only when a client is made (the plugin's import path stays light).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import base64
 import io
 import json
 import logging
-import asyncio
 import os
 import random
 import re
@@ -43,9 +42,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_mllm.echo import json_loads
-from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, bounded_http_client, http_packages, limits
 
 if TYPE_CHECKING:
+    import asyncio
+
     from PIL import Image
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -222,9 +222,9 @@ def _shares(total: int, most: int) -> list[int]:
 
 def _post_headers(openai: Any, httpx: Any, url: str, api_key: str | None, timeout: Any) -> dict[str, str]:
     """The headers the SDK's `chat.completions.create` sends (its defaults, less the organization and project it
-    reads from the environment), with the key only where there is one. They are read off a synchronous SDK
-    client over an HTTP client that never sends (no transport, no proxies): the requests that go are the
-    same as before the client went asynchronous, byte for byte."""
+    reads from the environment), with the key only where there is one. They are the synchronous SDK's, read off
+    an `OpenAI` over an HTTP client that never sends (no transport, no proxies): `AsyncOpenAI` names itself in
+    `User-Agent` and `X-Stainless-Async`, and says "async:false" there off its loop."""
     left_out = {"openai-organization", "openai-project", "authorization"}
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     with httpx.Client(transport=httpx.BaseTransport(), trust_env=False) as idle:
@@ -335,6 +335,9 @@ class ChatClient:
             import openai
         except ImportError:
             raise ImportError("ChatClient needs the openai package: pip install 'pytest-mllm[openai]'") from None
+        import asyncio
+
+        from pytest_mllm.engine.bounded_http import bounded_http_client, http_packages
         self.base_url = url
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -405,6 +408,8 @@ class ChatClient:
         """The decoded answer to `GET /models` within `deadline` seconds; None without one."""
         import openai
 
+        from pytest_mllm.engine.bounded_http import limits
+
         try:
             with limits(deadline):
                 raw = await self._sdk.with_options(max_retries=0, timeout=deadline) \
@@ -425,6 +430,8 @@ class ChatClient:
         """One completion of `messages`, tried up to 1 + `max_retries` times (see the module's docstring);
         raises the last try's `ChatError`. SDK exceptions are never chained: their requests hold the headers.
         Runs on the served loop only."""
+        import asyncio
+
         start = time.perf_counter()
         # the body as `chat.completions.create` serializes it: the same keys, order and bytes
         body = json.dumps({"model": model, "messages": list(messages), "max_tokens": max_tokens,
@@ -451,6 +458,8 @@ class ChatClient:
         """One HTTP request for a completion on `pool`, bounded by the deadline and the answer's size. The SDK's
         request, on its HTTP client, read as the SDK reads it (any failure to get an answer is a connection
         failure, a timeout one of httpx's timeouts, any status but 2xx an error), without its per-request layers."""
+        from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, limits
+
         if self._hung:
             raise EndpointUnreachable(self._hung, retryable=False)
         httpx = self._httpx
@@ -702,6 +711,8 @@ class ReplicaClient:
                     max_tokens: int = 512) -> ChatResult:
         """One completion: from one replica or, after a failure or a wait past the patience there, from the next.
         Runs on the served loop only."""
+        import asyncio
+
         tried: set[int] = set()
         running: dict[asyncio.Task[ChatResult | Exception], int] = {}
         waited_on: asyncio.Task[ChatResult | Exception] | None = None  # the attempt within its patience, if any
@@ -749,6 +760,8 @@ class ReplicaClient:
 
     def _patience_moves(self) -> asyncio.Future[None]:
         """A future done when the patience changes (an answer changed the slowest recent one)."""
+        import asyncio
+
         if self._patience_moved is None:
             self._patience_moved = asyncio.get_running_loop().create_future()
         return self._patience_moved
@@ -781,6 +794,8 @@ def _chat_each(client: ChatClient | ReplicaClient, model: str, conversations: Se
 
 async def _achat_each(client: ChatClient | ReplicaClient, model: str, conversations: Sequence[Sequence[Message]], *,
                       temperature: float, max_tokens: int) -> list[ChatResult | Exception]:
+    import asyncio
+
     places = asyncio.Semaphore(min(client.concurrency, len(conversations)))
 
     async def one(messages: Sequence[Message]) -> ChatResult | Exception:
