@@ -2,17 +2,19 @@
 the next ones' requests are already out, up to the endpoint's concurrency (the batch is a notion
 of local models, which generate a batch at once).
 
-Each answer runs the ordinary evaluation (prompt, cache, model, scoring) on a thread of
-`AnswerPipeline`, one thread at a time (`Turn`); the model gives the turn up while it waits for
-its server (`WaitsOutsideTurn`), so only the waits overlap and the cache, the scores and the
-judge see one caller at a time.
+Each answer runs the ordinary evaluation (prompt, cache, model, scoring) in a greenlet on the
+served loop's thread (`engine/served_loop.py`), one at a time (`Turn`); the model gives the turn up
+while it waits for its server (`WaitsOutsideTurn`), so only the waits overlap and the cache, the
+scores and the judge see one caller at a time. Every request goes out and every answer is
+evaluated on that one thread: no thread per request in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Hashable, Iterator
 
@@ -24,15 +26,23 @@ if TYPE_CHECKING:
 
 
 class Turn:
-    """A lock over the evaluation that its holder can give up for a while (`given_up`)."""
+    """A lock over the evaluation that its holder can give up for a while (`given_up`). The holder is a
+    thread or one of the served loop's greenlets: a greenlet that finds the turn taken waits for it
+    without holding up the loop (the holder may be a greenlet waiting on that loop)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._owner: int | None = None
+        self._owner: object = None
 
     def __enter__(self) -> Turn:
-        self._lock.acquire()
-        self._owner = threading.get_ident()
+        if not self._lock.acquire(blocking=False):
+            from pytest_mllm.engine.served_loop import on_loop_thread, wait_for
+
+            if on_loop_thread():
+                wait_for(asyncio.to_thread(self._lock.acquire))
+            else:
+                self._lock.acquire()
+        self._owner = _holder()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -41,8 +51,8 @@ class Turn:
 
     @contextmanager
     def given_up(self) -> Iterator[None]:
-        """Let others take the turn meanwhile (a no-op for a thread that does not hold it)."""
-        if self._owner != threading.get_ident():
+        """Let others take the turn meanwhile (a no-op for a caller that does not hold it)."""
+        if self._owner is None or self._owner is not _holder():
             yield
             return
         self.__exit__()
@@ -50,6 +60,14 @@ class Turn:
             yield
         finally:
             self.__enter__()
+
+
+def _holder() -> object:
+    """Who runs this code: the greenlet (every thread runs in one once greenlet is imported), else the thread."""
+    import sys
+
+    greenlet = sys.modules.get("greenlet")
+    return greenlet.getcurrent() if greenlet is not None else threading.current_thread()
 
 
 class WaitsOutsideTurn:
@@ -74,11 +92,11 @@ Ahead = Callable[[int], None]  # given the room, submits up to that many of the 
 
 
 class AnswerPipeline:
-    """Records answered one sample each on `width` threads, each taking the turn to evaluate.
+    """Records answered one sample each, up to `width` at once, in greenlets on the served loop, each taking
+    the turn to evaluate.
 
-    An answer that comes frees its slot, and the thread that answered refills it at once (`ahead`:
-    the samples to answer next) before it waits for more work: the tests' thread is not woken for
-    it, and no thread sleeps between two answers while there is work. The bookkeeping costs the
+    An answer that comes frees its slot, and the loop refills it at once (`ahead`: the samples to
+    answer next): the tests' thread is not woken for it. The bookkeeping costs the
     same whatever the width and the backlog: a running count of the answers in flight, under one
     lock with the submissions."""
 
@@ -87,7 +105,9 @@ class AnswerPipeline:
         self.turn = turn
         self.width = width
         self.ahead = ahead
-        self._pool = ThreadPoolExecutor(width, thread_name_prefix="answer")
+        from pytest_mllm.engine.served_loop import spawn
+
+        self._spawn = spawn
         self._futures: dict[Hashable, Future[Record]] = {}
         self._in_flight = 0  # submitted and not yet answered
         self.lock = threading.RLock()  # over the futures, the count and `ahead`'s own state (its cursor)
@@ -118,7 +138,7 @@ class AnswerPipeline:
             if key in self._futures or self._closed:
                 return
             self._in_flight += 1
-            future = self._futures[key] = self._pool.submit(self._one, sample, spec)
+            future = self._futures[key] = self._spawn(self._one, sample, spec)
             future.add_done_callback(self._came)
 
     def refill(self) -> None:
@@ -133,7 +153,7 @@ class AnswerPipeline:
             return self.answer([(sample, spec)])[0]
 
     def _came(self, future: Future[Record]) -> None:
-        """An answer came (or was dropped): one less in flight, and the next ones started on this thread."""
+        """An answer came (or was dropped): one less in flight, and the next ones started."""
         with self.lock:
             self._in_flight -= 1
             self.refill()
@@ -150,4 +170,5 @@ class AnswerPipeline:
         """Drop the answers not started (a run stopped early); those in flight end on their own."""
         with self.lock:
             self._closed = True
-        self._pool.shutdown(wait=False, cancel_futures=True)
+            for future in self._futures.values():
+                future.cancel()  # only an answer not started yet can be cancelled

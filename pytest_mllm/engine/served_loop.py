@@ -28,7 +28,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 
 
-class _Answering(greenlet.greenlet):  # type: ignore[misc]  # greenlet's stubs type its class loosely
+class _Answering(greenlet.greenlet):  # type: ignore[misc]  # greenlet has no type hints
     """A greenlet of `spawn`: its `wait_for` calls hand their awaitables to the task driving it."""
 
 

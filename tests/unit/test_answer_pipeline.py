@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from pathlib import Path
@@ -14,6 +15,7 @@ from PIL import Image
 
 from pytest_mllm.engine.encoded_images import EncodedImages
 from pytest_mllm.engine.images import DecodedImages, ImageError
+from pytest_mllm.engine.served_loop import wait_for
 from pytest_mllm.engine.pipeline import BACKLOG_FACTOR, AnswerPipeline, Turn
 from pytest_mllm.record import Record, new_record
 from pytest_mllm.sample import ImageRef, Sample
@@ -26,8 +28,8 @@ def sample(n: int) -> Sample:
 
 
 class Gated:
-    """An `answer` whose calls wait, the turn given up as a served model's wait gives it up, until the test
-    releases their sample (answers come in any order)."""
+    """An `answer` whose calls wait on the served loop, the turn given up as a served model's wait gives it up,
+    until the test releases their sample (answers come in any order)."""
 
     def __init__(self) -> None:
         self.turn = Turn()
@@ -43,7 +45,7 @@ class Gated:
         [(one, _)] = items
         self.started.append(one.id)
         with self.turn.given_up():
-            assert self.gate(one.id).wait(10)
+            assert wait_for(asyncio.to_thread(self.gate(one.id).wait, 10))
         return [new_record(id=one.id, benchmark="b", task="t")]
 
 
@@ -81,7 +83,7 @@ def test_room_follows_the_answers_in_flight_and_the_backlog() -> None:
         pipeline.close()
 
 
-def test_each_answer_that_comes_starts_the_next_on_its_own_thread() -> None:
+def test_each_answer_that_comes_starts_the_next_itself() -> None:
     """Width 2 over 7 samples: once the tests' thread started two, the answers start the rest themselves, never
     more than two in flight, each sample once."""
     answer = Gated()
@@ -107,6 +109,68 @@ def test_each_answer_that_comes_starts_the_next_on_its_own_thread() -> None:
     finally:
         for gate in answer.gates.values():
             gate.set()
+        pipeline.close()
+
+
+def test_answers_wait_together_on_the_served_loop_thread() -> None:
+    """Eight answers in flight: all wait at once, all evaluated on the served loop's one thread."""
+    answer = Gated()
+    threads = set()
+
+    def evaluated(items: Sequence[tuple[Sample, Any]]) -> list[Record]:
+        threads.add(threading.current_thread().name)
+        return answer(items)
+
+    pipeline = AnswerPipeline(evaluated, answer.turn, width=8)
+    try:
+        for n in range(8):
+            pipeline.submit(n, sample(n), SPEC)
+        wait_until(lambda: len(answer.started) == 8)  # every one waiting at once
+        for gate in [answer.gate(f"s{n}") for n in range(8)]:
+            gate.set()
+        assert [pipeline.take(n)["id"] for n in range(8)] == [f"s{n}" for n in range(8)]
+        assert threads == {"served-loop"}
+    finally:
+        pipeline.close()
+
+
+def test_a_turn_held_by_another_thread_holds_the_answers_not_the_loop() -> None:
+    answer = Gated()
+    pipeline = AnswerPipeline(answer, answer.turn, width=2)
+    try:
+        with answer.turn:  # the tests' thread evaluating (a section's own pass, say)
+            pipeline.submit(0, sample(0), SPEC)
+            assert wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
+            assert answer.started == []  # waiting for the turn
+        answer.gate("s0").set()
+        assert pipeline.take(0)["id"] == "s0"
+    finally:
+        pipeline.close()
+
+
+def test_an_answer_waiting_in_its_turn_holds_the_others_not_the_loop() -> None:
+    """A wait that keeps the turn (a judge's call in a verdict step): the next answer starts only after it."""
+    answer, order = Gated(), []
+
+    def judged(items: Sequence[tuple[Sample, Any]]) -> list[Record]:
+        [(one, _)] = items
+        order.append(f"start {one.id}")
+        wait_for(asyncio.to_thread(answer.gate(one.id).wait, 10))  # the turn kept
+        order.append(f"end {one.id}")
+        return [new_record(id=one.id, benchmark="b", task="t")]
+
+    pipeline = AnswerPipeline(judged, answer.turn, width=2)
+    try:
+        pipeline.submit(0, sample(0), SPEC)
+        wait_until(lambda: order == ["start s0"])
+        pipeline.submit(1, sample(1), SPEC)
+        assert wait_for(asyncio.sleep(0.05, result="loop free")) == "loop free"
+        assert order == ["start s0"]
+        answer.gate("s1").set()
+        answer.gate("s0").set()
+        assert [pipeline.take(n)["id"] for n in (0, 1)] == ["s0", "s1"]
+        assert order == ["start s0", "end s0", "start s1", "end s1"]
+    finally:
         pipeline.close()
 
 
