@@ -51,6 +51,13 @@ def last_text(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
 
 
+class Backlogged(ThreadingHTTPServer):
+    """A threading HTTP server with a real server's listen backlog (http.server's is 5: connections opened all
+    at once beyond it wait for the client's SYN to be sent again, a second later)."""
+
+    request_queue_size = 128
+
+
 class FaultInjector:
     """A fault injector: a loopback HTTP server whose `respond(attempt, body, headers)` decides each reply.
 
@@ -96,7 +103,7 @@ class FaultInjector:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = Backlogged(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
