@@ -237,6 +237,16 @@ def _post_headers(openai: Any, httpx: Any, url: str, api_key: str | None, timeou
     return headers
 
 
+def _list_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers of the SDK's `models.with_raw_response.list()`, from a completion's: no content type (a GET
+    has no body), marked as a raw response, the SDK's retry count and timeout last."""
+    last = ("x-stainless-retry-count", "x-stainless-read-timeout")
+    listed = {name: value for name, value in headers.items() if name not in ("content-type", *last)}
+    listed["x-stainless-raw-response"] = "true"
+    listed.update((name, headers[name]) for name in last)
+    return listed
+
+
 class _Pool:
     """An HTTP client of `bounded_http_client` and the completion request it sends, less the body: built once as
     the client builds a request (its own headers merged with `headers`), so each post only adds its body."""
@@ -345,21 +355,17 @@ class ChatClient:
         self._api_key = api_key or None
         if self._api_key:
             register_secret(self._api_key)
-        # Every request leaves out the headers the SDK would fill from the environment, and the
-        # placeholder key. (`Omit` is public only in releases later than our minimum, 1.40.)
-        omit = getattr(openai, "Omit", None) or openai._types.Omit
-        self._headers: dict[str, Any] = {"OpenAI-Organization": omit(), "OpenAI-Project": omit()}
-        if not self._api_key:
-            self._headers["Authorization"] = omit()
         self._timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
         # the concurrency split over connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks
         # every connection it holds at each request); a request takes a lane, a free place in one of them
         shares = _shares(concurrency, POOL_SHARE)
         clients = [bounded_http_client(url, connections=share) for share in shares]
         self._httpx = http_packages()[0]
-        self._sdk = openai.AsyncOpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=self._timeout,
-                                       max_retries=0, http_client=clients[0])
         headers = _post_headers(openai, self._httpx, url, self._api_key, self._timeout)
+        self._info_s = min(timeout_s, MODEL_INFO_TIMEOUT_S)
+        self._info_timeout = openai.Timeout(self._info_s, connect=min(self._info_s, CONNECT_TIMEOUT_S))
+        self._info_headers = _list_headers(_post_headers(openai, self._httpx, url, self._api_key, self._info_timeout))
+        self._info_client = clients[0]
         pools = [_Pool(client, self.url, headers, self._timeout) for client in clients]
         self._lanes: asyncio.Queue[_Pool] = asyncio.Queue()  # the pool of each free place: at most `concurrency`
         for place in range(max(shares)):
@@ -394,7 +400,7 @@ class ChatClient:
         answer within MODEL_INFO_TIMEOUT_S). One try."""
         from pytest_mllm.engine.served_loop import wait_for
 
-        document = wait_for(self._models(min(self.timeout_s, MODEL_INFO_TIMEOUT_S)))
+        document = wait_for(self._models())
         entries = document.get("data") if isinstance(document, dict) else None
         entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), None) \
             if isinstance(entries, list) else None
@@ -404,18 +410,17 @@ class ChatClient:
             {k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS}, sort_keys=True)))
         return scrubbed
 
-    async def _models(self, deadline: float) -> Any:
-        """The decoded answer to `GET /models` within `deadline` seconds; None without one."""
-        import openai
-
+    async def _models(self) -> Any:
+        """The decoded answer to `GET /models` (the SDK's `models.list` request, one try, within
+        MODEL_INFO_TIMEOUT_S); None without one."""
         from pytest_mllm.engine.bounded_http import limits
 
         try:
-            with limits(deadline):
-                raw = await self._sdk.with_options(max_retries=0, timeout=deadline) \
-                    .models.with_raw_response.list(extra_headers=self._headers)
-            return json_loads(raw.http_response.text)
-        except (openai.OpenAIError, ValueError, RecursionError):
+            with limits(self._info_s):
+                response = await self._info_client.get(f"{self.base_url}/models", headers=self._info_headers,
+                                                       timeout=self._info_timeout)
+            return json_loads(response.text) if 200 <= response.status_code < 300 else None
+        except Exception:  # noqa: BLE001 - as the SDK: whatever stops the request means no answer, and none says nothing
             return None
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
