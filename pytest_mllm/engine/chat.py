@@ -1,8 +1,11 @@
 """A client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, `transformers serve` …), on the `openai` SDK.
 
-A completion is the request the SDK's `chat.completions.create` sends (its headers, its body's bytes),
-built once per connection pool and posted on the SDK's HTTP client without the SDK's per-request
-layers (a served run sends hundreds a second); the SDK's client bounds it (`engine/bounded_http.py`):
+Every request of the process is sent and received on one asyncio loop, the served loop
+(`engine/served_loop.py`): `achat` is the coroutine; `chat` and `chat_many` wait for it there (a
+greenlet of `served_loop.spawn` steps aside meanwhile, any other thread blocks). A completion is the
+request the SDK's `chat.completions.create` sends (its headers, its body's bytes), built once per
+connection pool and posted on the SDK's asynchronous HTTP client without the SDK's per-request
+layers (a served run sends hundreds a second); that client bounds it (`engine/bounded_http.py`):
 the whole request, headers and body, has the client's deadline (`timeout_s`, `--mllm-timeout`), and
 an answer at most MAX_ANSWER_BYTES, decompressed bytes included. The concurrency is split over
 connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks all its connections at
@@ -17,8 +20,8 @@ is given (it reads no environment variable; the key policy is `endpoint.api_key_
 `Authorization` header, and `scrub` removes it
 from every error message, every reply (before anything caches, records or writes it) and every
 log record of the process: any fragment of 6 or more characters of a key any client of this
-process holds, and any `Bearer …` or `api-key: …` value. `openai` is imported only when a client is
-made (the plugin's import path stays light).
+process holds, and any `Bearer …` or `api-key: …` value. `openai`, `asyncio` and the bounded HTTP
+client are imported only when a client is made (the plugin's import path stays light).
 """
 
 from __future__ import annotations
@@ -28,21 +31,21 @@ import io
 import json
 import logging
 import os
-import queue
 import random
 import re
 import socket
 import threading
 import time
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pytest_mllm.echo import json_loads
-from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, bounded_http_client, http_packages, limits
 
 if TYPE_CHECKING:
+    import asyncio
+
     from PIL import Image
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -217,16 +220,31 @@ def _shares(total: int, most: int) -> list[int]:
     return [total // parts + (n < total % parts) for n in range(parts)]
 
 
-def _post_headers(sdk: Any, api_key: str | None, timeout: Any) -> dict[str, str]:
-    """The headers the SDK sends with a chat completion (its defaults, less the organization and project
-    it reads from the environment), with the key only where there is one."""
+def _post_headers(openai: Any, httpx: Any, url: str, api_key: str | None, timeout: Any) -> dict[str, str]:
+    """The headers the SDK's `chat.completions.create` sends (its defaults, less the organization and project it
+    reads from the environment), with the key only where there is one. They are the synchronous SDK's, read off
+    an `OpenAI` over an HTTP client that never sends (no transport, no proxies): `AsyncOpenAI` names itself in
+    `User-Agent` and `X-Stainless-Async`, and says "async:false" there off its loop."""
     left_out = {"openai-organization", "openai-project", "authorization"}
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-    headers.update((name.lower(), value) for name, value in sdk.default_headers.items()
-                   if isinstance(value, str) and name.lower() not in left_out)
+    with httpx.Client(transport=httpx.BaseTransport(), trust_env=False) as idle:
+        sdk = openai.OpenAI(base_url=url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0,
+                            http_client=idle)
+        headers.update((name.lower(), value) for name, value in sdk.default_headers.items()
+                       if isinstance(value, str) and name.lower() not in left_out)
     headers["x-stainless-retry-count"] = "0"  # each try is the SDK's first: the retries are ours
     headers["x-stainless-read-timeout"] = str(timeout.read)
     return headers
+
+
+def _list_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers of the SDK's `models.with_raw_response.list()`, from a completion's: no content type (a GET
+    has no body), marked as a raw response, the SDK's retry count and timeout last."""
+    last = ("x-stainless-retry-count", "x-stainless-read-timeout")
+    listed = {name: value for name, value in headers.items() if name not in ("content-type", *last)}
+    listed["x-stainless-raw-response"] = "true"
+    listed.update((name, headers[name]) for name in last)
+    return listed
 
 
 class _Pool:
@@ -243,7 +261,7 @@ class _Pool:
         self._extensions = template.extensions
         self._timeout = timeout
 
-    def post(self, body: bytes) -> Any:
+    async def post(self, body: bytes) -> Any:
         """The response to `body` posted (read whole)."""
         if self.client.cookies:  # cookies a server set go back with each request: the client's own build adds them
             request = self.client.build_request("POST", self._url, content=body, headers=self._headers,
@@ -251,7 +269,19 @@ class _Pool:
         else:
             request = self._request("POST", self._url, headers=self._headers, content=body,
                                     extensions=dict(self._extensions))
-        return self.client.send(request)
+        return await self.client.send(request)
+
+
+def _close_later(clients: list[Any]) -> None:
+    """Close the HTTP clients of a client that is gone, on the served loop they belong to (from any thread)."""
+    from pytest_mllm.engine.served_loop import loop
+
+    async def close() -> None:
+        for client in clients:
+            await client.aclose()
+
+    served = loop()
+    served.call_soon_threadsafe(lambda: _keep_running(served.create_task(close())))
 
 
 def _excerpt(text: str) -> str:
@@ -291,7 +321,7 @@ class ChatClient:
     sent; None sends none (no `Authorization` header): the client never reads `$OPENAI_API_KEY`
     itself (`endpoint.api_key_for` decides which key goes where). Replies and errors are scrubbed.
     `concurrency` caps the requests in flight through this client, from `chat_many` and from
-    any threads calling `chat`; a request keeps its slot through its retries. `timeout_s` is each
+    any callers of `chat` or `achat`; a request keeps its slot through its retries. `timeout_s` is each
     try's deadline, for the whole request. With `hung_fails_fast` (a server without replicas), once
     the server answered nothing while a request waited its whole deadline, later requests fail at once
     until an answer comes (a replica's client leaves that to `ReplicaClient`, which sets it aside).
@@ -315,6 +345,9 @@ class ChatClient:
             import openai
         except ImportError:
             raise ImportError("ChatClient needs the openai package: pip install 'pytest-mllm[openai]'") from None
+        import asyncio
+
+        from pytest_mllm.engine.bounded_http import bounded_http_client, http_packages
         self.base_url = url
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -322,31 +355,27 @@ class ChatClient:
         self._api_key = api_key or None
         if self._api_key:
             register_secret(self._api_key)
-        # Every request leaves out the headers the SDK would fill from the environment, and the
-        # placeholder key. (`Omit` is public only in releases later than our minimum, 1.40.)
-        omit = getattr(openai, "Omit", None) or openai._types.Omit
-        self._headers: dict[str, Any] = {"OpenAI-Organization": omit(), "OpenAI-Project": omit()}
-        if not self._api_key:
-            self._headers["Authorization"] = omit()
         self._timeout = openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))  # a host that never accepts: seconds
         # the concurrency split over connection pools of at most POOL_SHARE requests (a pool's bookkeeping walks
         # every connection it holds at each request); a request takes a lane, a free place in one of them
         shares = _shares(concurrency, POOL_SHARE)
         clients = [bounded_http_client(url, connections=share) for share in shares]
-        self._sdk = openai.OpenAI(base_url=url, api_key=self._api_key or _NO_KEY, timeout=self._timeout, max_retries=0,
-                                  http_client=clients[0])
-        headers = _post_headers(self._sdk, self._api_key, self._timeout)
+        self._httpx = http_packages()[0]
+        headers = _post_headers(openai, self._httpx, url, self._api_key, self._timeout)
+        self._info_s = min(timeout_s, MODEL_INFO_TIMEOUT_S)
+        self._info_timeout = openai.Timeout(self._info_s, connect=min(self._info_s, CONNECT_TIMEOUT_S))
+        self._info_headers = _list_headers(_post_headers(openai, self._httpx, url, self._api_key, self._info_timeout))
+        self._info_client = clients[0]
         pools = [_Pool(client, self.url, headers, self._timeout) for client in clients]
-        self._lanes: queue.SimpleQueue[_Pool] = queue.SimpleQueue()  # the pool of each free place: at most `concurrency`
+        self._lanes: asyncio.Queue[_Pool] = asyncio.Queue()  # the pool of each free place: at most `concurrency`
         for place in range(max(shares)):
             for pool, share in zip(pools, shares):
                 if place < share:
-                    self._lanes.put(pool)
-        self._httpx = http_packages()[0]
+                    self._lanes.put_nowait(pool)
         self.hung_fails_fast = hung_fails_fast
-        self._state_lock = threading.Lock()
         self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP answer of any kind
         self._hung: str | None = None  # why later requests fail at once
+        weakref.finalize(self, _close_later, clients).atexit = False  # at exit, the process closes the sockets
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r})"
@@ -369,16 +398,9 @@ class ChatClient:
         """What the server's `GET /models` says of `model`, less the fields that change between calls
         (`VOLATILE_MODEL_FIELDS`); None when it says nothing of it (no such route, not listed, no
         answer within MODEL_INFO_TIMEOUT_S). One try."""
-        import openai
+        from pytest_mllm.engine.served_loop import wait_for
 
-        deadline = min(self.timeout_s, MODEL_INFO_TIMEOUT_S)
-        try:
-            with limits(deadline):
-                raw = self._sdk.with_options(max_retries=0, timeout=deadline) \
-                    .models.with_raw_response.list(extra_headers=self._headers)
-            document = json_loads(raw.http_response.text)
-        except (openai.OpenAIError, ValueError, RecursionError):
-            return None
+        document = wait_for(self._models())
         entries = document.get("data") if isinstance(document, dict) else None
         entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), None) \
             if isinstance(entries, list) else None
@@ -388,20 +410,43 @@ class ChatClient:
             {k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS}, sort_keys=True)))
         return scrubbed
 
+    async def _models(self) -> Any:
+        """The decoded answer to `GET /models` (the SDK's `models.list` request, one try, within
+        MODEL_INFO_TIMEOUT_S); None without one."""
+        from pytest_mllm.engine.bounded_http import limits
+
+        try:
+            with limits(self._info_s):
+                response = await self._info_client.get(f"{self.base_url}/models", headers=self._info_headers,
+                                                       timeout=self._info_timeout)
+            return json_loads(response.text) if 200 <= response.status_code < 300 else None
+        except Exception:  # noqa: BLE001 - as the SDK: whatever stops the request means no answer, and none says nothing
+            return None
+
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
+        """`achat` waited for on the served loop (`engine/served_loop.py`)."""
+        from pytest_mllm.engine.served_loop import wait_for
+
+        return wait_for(self.achat(model, messages, temperature=temperature, max_tokens=max_tokens))
+
+    async def achat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
+                    max_tokens: int = 512) -> ChatResult:
         """One completion of `messages`, tried up to 1 + `max_retries` times (see the module's docstring);
-        raises the last try's `ChatError`. SDK exceptions are never chained: their requests hold the headers."""
+        raises the last try's `ChatError`. SDK exceptions are never chained: their requests hold the headers.
+        Runs on the served loop only."""
+        import asyncio
+
         start = time.perf_counter()
         # the body as `chat.completions.create` serializes it: the same keys, order and bytes
         body = json.dumps({"model": model, "messages": list(messages), "max_tokens": max_tokens,
                            "temperature": temperature}, ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode()
-        pool = self._lanes.get()
+        pool = await self._lanes.get()
         try:
             for attempt in range(self.max_retries + 1):
                 try:
-                    text, finish_reason = self._try(pool, body)
+                    text, finish_reason = await self._try(pool, body)
                     return ChatResult(scrub(text), finish_reason and scrub(finish_reason), time.perf_counter() - start)
                 except ChatError as exc:
                     if not exc.retryable or attempt == self.max_retries:
@@ -409,22 +454,24 @@ class ChatClient:
                     wait = retry_wait(attempt, exc.retry_after)
                     _log.info("Retrying %s in %.2f s (retry %d of %d): %s", self.url, wait, attempt + 1,
                               self.max_retries, exc)
-                    time.sleep(wait)
+                    await asyncio.sleep(wait)
         finally:
-            self._lanes.put(pool)
+            self._lanes.put_nowait(pool)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _try(self, pool: _Pool, body: bytes) -> tuple[str, str | None]:
+    async def _try(self, pool: _Pool, body: bytes) -> tuple[str, str | None]:
         """One HTTP request for a completion on `pool`, bounded by the deadline and the answer's size. The SDK's
         request, on its HTTP client, read as the SDK reads it (any failure to get an answer is a connection
         failure, a timeout one of httpx's timeouts, any status but 2xx an error), without its per-request layers."""
+        from pytest_mllm.engine.bounded_http import MAX_ANSWER_BYTES, limits
+
         if self._hung:
             raise EndpointUnreachable(self._hung, retryable=False)
         httpx = self._httpx
         sent = time.monotonic()
         with limits(self.timeout_s) as bounds:
             try:
-                response = pool.post(body)
+                response = await pool.post(body)
             except Exception as exc:  # noqa: BLE001 - as the SDK: whatever stops the request means no answer
                 if bounds.refused:
                     self._answered()
@@ -446,19 +493,17 @@ class ChatClient:
 
     def _answered(self) -> None:
         """The server answered (anything): it is not hung."""
-        with self._state_lock:
-            self._last_answer = time.monotonic()
-            self._hung = None
+        self._last_answer = time.monotonic()
+        self._hung = None
 
     def _deadline_passed(self, sent: float) -> EndpointUnreachable:
         """The error of a request whose deadline passed; the server is hung when nothing answered meanwhile."""
         why = (f"no complete answer from {self.url} within {self.timeout_s:g} s (--mllm-timeout: the whole request, "
                "headers and body); not asked again")
-        with self._state_lock:
-            if self.hung_fails_fast and self._last_answer < sent and self._hung is None:
-                self._hung = (f"not sent: {self.url} answered nothing while a request waited {self.timeout_s:g} s "
-                              "(--mllm-timeout) for it, so the server is taken as hung and the run's later requests "
-                              "to it fail at once; check the server, or raise --mllm-timeout if the model needs longer")
+        if self.hung_fails_fast and self._last_answer < sent and self._hung is None:
+            self._hung = (f"not sent: {self.url} answered nothing while a request waited {self.timeout_s:g} s "
+                          "(--mllm-timeout) for it, so the server is taken as hung and the run's later requests "
+                          "to it fail at once; check the server, or raise --mllm-timeout if the model needs longer")
         return EndpointUnreachable(self._scrub(why), retryable=False)
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
@@ -536,7 +581,6 @@ PATIENCE_FACTOR = 4.0  # … or this many times the slowest of the recent answer
 BACKOFF_FIRST_S = 10.0  # a failing replica is set aside this long, doubled at each failure in a row …
 BACKOFF_MAX_S = 300.0  # … up to this
 _RECENT_ANSWERS = 64
-_POLL_S = 0.1  # how often a waiting request checks its attempt's patience
 
 
 class ReplicaClient:
@@ -568,6 +612,7 @@ class ReplicaClient:
         self._next = 0
         self._recent: list[float] = []  # latencies of the last answers, any replica
         self.answered = [0] * len(self.clients)  # completions per replica
+        self._patience_moved: asyncio.Future[None] | None = None  # done when the patience changes (on the loop)
 
     def __repr__(self) -> str:
         return f"ReplicaClient({[c.base_url for c in self.clients]!r})"
@@ -615,10 +660,14 @@ class ReplicaClient:
             self._down_until[n] = time.monotonic() + backoff
 
     def _answered(self, n: int, latency_s: float) -> None:
+        before = self.patience_s()
         with self._lock:
             self._failures[n], self._down_until[n] = 0, 0.0
             self.answered[n] += 1
             self._recent = [*self._recent[-(_RECENT_ANSWERS - 1):], latency_s]
+        if self._patience_moved is not None and self.patience_s() != before:
+            self._patience_moved.set_result(None)
+            self._patience_moved = None
 
     def _pick(self, tried: set[int]) -> int | None:
         """The replica for the next attempt (its busy count taken), None when every one was tried.
@@ -638,33 +687,40 @@ class ReplicaClient:
             self._busy[chosen] += 1
             return chosen
 
-    def _attempt(self, n: int, outcomes: "queue.Queue[tuple[int, ChatResult | Exception]]", model: str,
-                 messages: Sequence[Message], temperature: float, max_tokens: int) -> None:
-        """One attempt on replica `n` in a thread of its own (so a slow one can be left behind)."""
-        def run() -> None:
-            try:
-                outcome: ChatResult | Exception = self.clients[n].chat(
-                    model, messages, temperature=temperature, max_tokens=max_tokens)
-            except Exception as exc:  # noqa: BLE001 - handed to the waiting request
-                outcome = exc
-            finally:
-                with self._lock:
-                    self._busy[n] -= 1
-            if isinstance(outcome, ChatResult):
-                self._answered(n, outcome.latency_s)
-            elif _fails_over(outcome):
-                self._set_aside(n)
-            outcomes.put((n, outcome))
-
-        threading.Thread(target=run, name=f"replica-{n}", daemon=True).start()
+    async def _attempt(self, n: int, model: str, messages: Sequence[Message], temperature: float,
+                       max_tokens: int) -> ChatResult | Exception:
+        """One attempt on replica `n` (its busy count taken), run as a task of its own so a slow one can be left
+        behind; its outcome is counted for the replica and returned, never raised."""
+        try:
+            outcome: ChatResult | Exception = await self.clients[n].achat(
+                model, messages, temperature=temperature, max_tokens=max_tokens)
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting request
+            outcome = exc
+        finally:
+            with self._lock:
+                self._busy[n] -= 1
+        if isinstance(outcome, ChatResult):
+            self._answered(n, outcome.latency_s)
+        elif _fails_over(outcome):
+            self._set_aside(n)
+        return outcome
 
     def chat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
              max_tokens: int = 512) -> ChatResult:
-        """One completion: from one replica or, after a failure or a wait past the patience there, from the next."""
-        outcomes: queue.Queue[tuple[int, ChatResult | Exception]] = queue.Queue()
+        """`achat` waited for on the served loop (`engine/served_loop.py`)."""
+        from pytest_mllm.engine.served_loop import wait_for
+
+        return wait_for(self.achat(model, messages, temperature=temperature, max_tokens=max_tokens))
+
+    async def achat(self, model: str, messages: Sequence[Message], *, temperature: float = 0.0,
+                    max_tokens: int = 512) -> ChatResult:
+        """One completion: from one replica or, after a failure or a wait past the patience there, from the next.
+        Runs on the served loop only."""
+        import asyncio
+
         tried: set[int] = set()
-        running: set[int] = set()
-        waited_on: int | None = None  # the attempt within its patience, if any
+        running: dict[asyncio.Task[ChatResult | Exception], int] = {}
+        waited_on: asyncio.Task[ChatResult | Exception] | None = None  # the attempt within its patience, if any
         started = 0.0
         last: Exception | None = None
 
@@ -673,31 +729,47 @@ class ReplicaClient:
             chosen = self._pick(tried)
             if chosen is not None:
                 tried.add(chosen)
-                running.add(chosen)
-                waited_on, started = chosen, time.monotonic()
-                self._attempt(chosen, outcomes, model, messages, temperature, max_tokens)
+                task = asyncio.ensure_future(self._attempt(chosen, model, messages, temperature, max_tokens))
+                _keep_running(task)
+                running[task] = chosen
+                waited_on, started = task, time.monotonic()
 
         launch()
-        while True:
-            try:
-                n, outcome = outcomes.get(timeout=_POLL_S)
-            except queue.Empty:
-                if waited_on is not None and time.monotonic() - started > self.patience_s():
-                    self._set_aside(waited_on)  # too slow: left running, and the request goes to another replica
+        while running:
+            wake: set[asyncio.Future[Any]] = set(running)
+            timeout = None
+            if waited_on is not None:
+                wake.add(self._patience_moves())
+                timeout = max(0.0, started + self.patience_s() - time.monotonic())
+            done, _ = await asyncio.wait(wake, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finished = [task for task in running if task in done]
+            if not finished:
+                if waited_on is not None and time.monotonic() - started >= self.patience_s():
+                    self._set_aside(running[waited_on])  # too slow: left running, and the request goes elsewhere
                     waited_on = None
                     launch()
                 continue
-            running.discard(n)
-            if isinstance(outcome, ChatResult):
-                return outcome
-            if not _fails_over(outcome):
-                raise outcome
-            last = outcome
-            if waited_on == n or waited_on is None:
-                waited_on = None
-                launch()
-            if not running:
-                raise last
+            for task in finished:
+                del running[task]
+                outcome = task.result()
+                if isinstance(outcome, ChatResult):
+                    return outcome
+                if not _fails_over(outcome):
+                    raise outcome
+                last = outcome
+                if waited_on is task or waited_on is None:
+                    waited_on = None
+                    launch()
+        assert last is not None  # every attempt ends with an outcome
+        raise last
+
+    def _patience_moves(self) -> asyncio.Future[None]:
+        """A future done when the patience changes (an answer changed the slowest recent one)."""
+        import asyncio
+
+        if self._patience_moved is None:
+            self._patience_moved = asyncio.get_running_loop().create_future()
+        return self._patience_moved
 
     def chat_many(self, model: str, conversations: Sequence[Sequence[Message]], *, temperature: float = 0.0,
                   max_tokens: int = 512) -> list[ChatResult | Exception]:
@@ -705,21 +777,37 @@ class ReplicaClient:
         return _chat_each(self, model, conversations, temperature=temperature, max_tokens=max_tokens)
 
 
+_running: set[asyncio.Task[Any]] = set()  # the loop keeps only weak references to its tasks
+
+
+def _keep_running(task: asyncio.Task[Any]) -> None:
+    """Hold `task` until it is done, though nothing awaits it any more (an attempt left behind)."""
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+
+
 def _chat_each(client: ChatClient | ReplicaClient, model: str, conversations: Sequence[Sequence[Message]], *,
                temperature: float, max_tokens: int) -> list[ChatResult | Exception]:
-    """`client.chat` for each conversation on up to `client.concurrency` threads; results or errors in order
-    (one failure never cancels the others)."""
+    """`client.achat` for each conversation, up to `client.concurrency` at once on the served loop; results or
+    errors in order (one failure never cancels the others)."""
     if not conversations:
         return []
+    from pytest_mllm.engine.served_loop import wait_for
 
-    def one(messages: Sequence[Message]) -> ChatResult | Exception:
-        try:
-            return client.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
-        except Exception as exc:  # noqa: BLE001 - returned in its conversation's place
-            return exc
+    return wait_for(_achat_each(client, model, conversations, temperature=temperature, max_tokens=max_tokens))
 
-    pool = ThreadPoolExecutor(max_workers=min(client.concurrency, len(conversations)), thread_name_prefix="chat")
-    try:
-        return list(pool.map(one, conversations))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+
+async def _achat_each(client: ChatClient | ReplicaClient, model: str, conversations: Sequence[Sequence[Message]], *,
+                      temperature: float, max_tokens: int) -> list[ChatResult | Exception]:
+    import asyncio
+
+    places = asyncio.Semaphore(min(client.concurrency, len(conversations)))
+
+    async def one(messages: Sequence[Message]) -> ChatResult | Exception:
+        async with places:
+            try:
+                return await client.achat(model, messages, temperature=temperature, max_tokens=max_tokens)
+            except Exception as exc:  # noqa: BLE001 - returned in its conversation's place
+                return exc
+
+    return list(await asyncio.gather(*(one(messages) for messages in conversations)))

@@ -51,6 +51,13 @@ def last_text(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
 
 
+class Backlogged(ThreadingHTTPServer):
+    """A threading HTTP server with a real server's listen backlog (http.server's is 5: connections opened all
+    at once beyond it wait for the client's SYN to be sent again, a second later)."""
+
+    request_queue_size = 128
+
+
 class FaultInjector:
     """A fault injector: a loopback HTTP server whose `respond(attempt, body, headers)` decides each reply.
 
@@ -96,7 +103,7 @@ class FaultInjector:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = Backlogged(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
@@ -331,6 +338,26 @@ def test_the_concurrency_cap_holds_over_several_connection_pools(injector: Fault
     results = client_for(injector, concurrency=concurrency).chat_many("m", [HELLO] * (2 * concurrency))
     assert all(isinstance(r, ChatResult) for r in results)
     assert injector.max_active == concurrency
+
+
+def test_chats_from_greenlets_of_the_served_loop_overlap_on_its_one_thread(injector: FaultInjector) -> None:
+    """`chat` called in greenlets of `served_loop.spawn` steps aside while it waits: the requests overlap,
+    every caller runs on the loop's thread, and the cap still holds."""
+    from pytest_mllm.engine import served_loop
+
+    injector.delay = lambda body: 0.3
+    client = client_for(injector, concurrency=4)
+
+    def ask() -> tuple[str, bool]:
+        return client.chat("m", HELLO).text, served_loop.on_loop_thread()
+
+    start = time.monotonic()
+    futures = [served_loop.spawn(ask) for _ in range(8)]
+    outcomes = [future.result(timeout=30) for future in futures]
+    elapsed = time.monotonic() - start
+    assert outcomes == [("ok", True)] * 8
+    assert injector.max_active == 4
+    assert elapsed < 8 * 0.3 * 0.6, elapsed  # one after another would take 2.4 s; 4 at a time about 0.6 s
 
 
 def test_chat_many_keeps_input_order_and_isolates_failures(injector: FaultInjector) -> None:
