@@ -14,17 +14,13 @@ answers are decompressed here, a bounded piece at a time:
   0.5 MB that decodes to 500 MB is stopped at the limit); past it the request fails
   (`RequestLimits.refused` says why).
 
-The connections are this module's own, on asyncio's transports (httpcore's `AsyncNetworkBackend`
-interface; names resolved on threads of its own), which needs one thing httpx does not expose: the
-network backend of its transport's connection pool (`httpcore`'s public `network_backend`), set on
-the pool it made.
+How the connections are bounded needs one thing httpx does not expose: the network backend of its
+transport's connection pool (`httpcore`'s public `network_backend`), set on the pool it made.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import socket
 import ssl
 import sys
 import time
@@ -237,27 +233,6 @@ def _connect_timeout(timeout: float | None, httpcore: Any) -> float | None:
     return timeout
 
 
-_resolver: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-async def _connection_to(host: str, port: int, local_address: str | None) -> tuple[asyncio.BaseTransport, _Connection]:
-    """A connection to the first of `host`'s addresses that accepts. The name is resolved on a thread of this
-    module's own: the loop's default executor may be taken by work that waits on the loop itself."""
-    global _resolver
-    loop = asyncio.get_running_loop()
-    if _resolver is None:
-        _resolver = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="resolve")
-    addresses = await loop.run_in_executor(_resolver, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
-    failure: OSError = OSError(f"no address for {host}")
-    for family, _, protocol, _, address in addresses:
-        try:
-            return await loop.create_connection(_Connection, str(address[0]), port, family=family, proto=protocol,
-                                                local_addr=None if local_address is None else (local_address, 0))
-        except OSError as exc:
-            failure = exc
-    raise failure
-
-
 class _BoundedBackend:
     """httpcore's network backend on the running asyncio loop, its connections `_BoundedStream`s opened by the
     deadline (the transport's own backend, on anyio, costs a third more per request)."""
@@ -279,7 +254,9 @@ class _BoundedBackend:
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Any = None) -> _BoundedStream:
-        return await self._open(_connection_to(host, port, local_address), timeout, socket_options)
+        opening = asyncio.get_running_loop().create_connection(
+            _Connection, host, port, local_addr=None if local_address is None else (local_address, 0))
+        return await self._open(opening, timeout, socket_options)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Any = None) -> _BoundedStream:
