@@ -3,10 +3,10 @@ the next ones' requests are already out, up to the endpoint's concurrency (the b
 of local models, which generate a batch at once).
 
 Each answer runs the ordinary evaluation (prompt, cache, model, scoring) in a greenlet on the
-served loop's thread (`engine/served_loop.py`), one at a time (`Turn`); the model gives the turn up
-while it waits for its server (`WaitsOutsideTurn`), so only the waits overlap and the cache, the
-scores and the judge see one caller at a time. Every request goes out and every answer is
-evaluated on that one thread: no thread per request in flight.
+served loop (`engine/served_loop.py`), one at a time (`Turn`); the model gives the turn up while it
+waits for its server (`WaitsOutsideTurn`), so only the waits overlap and the cache, the scores and
+the judge see one caller at a time. The loop runs on the tests' thread: every request goes out and
+every answer is evaluated there, with no other thread.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 class Turn:
     """A lock over the evaluation that its holder can give up for a while (`given_up`). The holder is a
     thread or one of the served loop's greenlets; the turn is handed to those waiting in the order they
-    came. A greenlet waits on the loop (the holder may be a greenlet waiting on that loop), a thread on
-    an event of its own: no thread is taken up by a wait."""
+    came. A greenlet waits on the loop, a thread runs the loop while it waits (the holder may be a
+    greenlet waiting on it)."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()  # over the fields below, held only for a moment
@@ -51,16 +51,16 @@ class Turn:
 
     def _queue_up(self) -> Callable[[], object]:
         """Join the waiting callers (under the guard); the returned call waits for the turn."""
-        from pytest_mllm.engine.served_loop import loop, on_loop_thread, wait_for
+        from pytest_mllm.engine.served_loop import drive_until, loop, on_loop_thread, wait_for
 
         if on_loop_thread():
             served = loop()
             handed: asyncio.Future[None] = served.create_future()
             self._waiting.append(lambda: served.call_soon_threadsafe(handed.set_result, None))
             return lambda: wait_for(handed)
-        event = threading.Event()
-        self._waiting.append(event.set)
-        return event.wait
+        given: Future[None] = Future()  # a thread runs the loop meanwhile: the holder may be a greenlet on it
+        self._waiting.append(lambda: given.set_result(None))
+        return lambda: drive_until(given)
 
     def __exit__(self, *exc: object) -> None:
         with self._guard:
@@ -116,8 +116,9 @@ class AnswerPipeline:
     """Records answered one sample each, up to `width` at once, in greenlets on the served loop, each taking
     the turn to evaluate.
 
-    An answer that comes frees its slot, and the loop refills it at once (`ahead`: the samples to
-    answer next): the tests' thread is not woken for it. The bookkeeping costs the
+    The loop runs on the tests' thread when it takes a record (`take`): what came meanwhile is
+    evaluated then, and each answer that comes frees its slot and refills it at once (`ahead`: the
+    samples to answer next). The bookkeeping costs the
     same whatever the width and the backlog: a running count of the answers in flight, under one
     lock with the submissions."""
 
@@ -126,9 +127,9 @@ class AnswerPipeline:
         self.turn = turn
         self.width = width
         self.ahead = ahead
-        from pytest_mllm.engine.served_loop import spawn
+        from pytest_mllm.engine.served_loop import drive_until, poll, spawn
 
-        self._spawn = spawn
+        self._spawn, self._poll, self._drive_until = spawn, poll, drive_until
         self._futures: dict[Hashable, Future[Record]] = {}
         self._in_flight = 0  # submitted and not yet answered
         self.lock = threading.RLock()  # over the futures, the count and `ahead`'s own state (its cursor)
@@ -180,9 +181,11 @@ class AnswerPipeline:
             self.refill()
 
     def take(self, key: Hashable) -> Record:
-        """The record of a submitted sample, once answered (an answer that raised raises here)."""
+        """The record of a submitted sample, once answered (an answer that raised raises here). The served loop
+        first does what is ready (answers that came, the requests they free), then runs until this one is there."""
         try:
-            return self._futures[key].result()
+            self._poll()
+            return self._drive_until(self._futures[key])
         finally:
             with self.lock:
                 del self._futures[key]

@@ -340,9 +340,9 @@ def test_the_concurrency_cap_holds_over_several_connection_pools(injector: Fault
     assert injector.max_active == concurrency
 
 
-def test_chats_from_greenlets_of_the_served_loop_overlap_on_its_one_thread(injector: FaultInjector) -> None:
+def test_chats_from_greenlets_of_the_served_loop_overlap_on_one_thread(injector: FaultInjector) -> None:
     """`chat` called in greenlets of `served_loop.spawn` steps aside while it waits: the requests overlap,
-    every caller runs on the loop's thread, and the cap still holds."""
+    every caller runs inside the loop (on the thread that waits for them), and the cap still holds."""
     from pytest_mllm.engine import served_loop
 
     injector.delay = lambda body: 0.3
@@ -353,7 +353,7 @@ def test_chats_from_greenlets_of_the_served_loop_overlap_on_its_one_thread(injec
 
     start = time.monotonic()
     futures = [served_loop.spawn(ask) for _ in range(8)]
-    outcomes = [future.result(timeout=30) for future in futures]
+    outcomes = [served_loop.drive_until(future) for future in futures]
     elapsed = time.monotonic() - start
     assert outcomes == [("ok", True)] * 8
     assert injector.max_active == 4
