@@ -2,7 +2,8 @@
 
 Every request of the process is sent and received on one asyncio loop, the served loop
 (`engine/served_loop.py`): `achat` is the coroutine; `chat` and `chat_many` wait for it there (a
-greenlet of `served_loop.spawn` steps aside meanwhile, any other thread blocks). A completion is the
+greenlet of `served_loop.spawn` steps aside meanwhile, any other caller runs the loop until the answer
+is there). A completion is the
 request the SDK's `chat.completions.create` sends (its headers, its body's bytes), built once per
 connection pool and posted on the SDK's asynchronous HTTP client without the SDK's per-request
 layers (a served run sends hundreds a second); that client bounds it (`engine/bounded_http.py`):
