@@ -11,7 +11,6 @@ every answer is evaluated there, with no other thread.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -23,6 +22,8 @@ from pytest_mllm.record import Record
 from pytest_mllm.sample import Model, Request, Response, Sample
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pytest_mllm.engine.spec import BenchmarkSpec
 
 
@@ -44,31 +45,46 @@ class Turn:
                 self._held = True
                 self._owner = _holder()
                 return self
-            wait = self._queue_up()
-        wait()  # returns once the turn was handed over: it stays held
+            hand, wait = self._queue_up()
+        try:
+            wait()  # returns once the turn was handed over: it stays held
+        except BaseException:  # interrupted while waiting: leave the queue, or pass on a turn already handed over
+            with self._guard:
+                if hand in self._waiting:
+                    self._waiting.remove(hand)
+                else:
+                    self._pass_on()
+            raise
         self._owner = _holder()
         return self
 
-    def _queue_up(self) -> Callable[[], object]:
-        """Join the waiting callers (under the guard); the returned call waits for the turn."""
+    def _queue_up(self) -> tuple[Callable[[], object], Callable[[], object]]:
+        """Join the waiting callers (under the guard): (how the turn is handed to this caller, the call that
+        waits for it)."""
         from pytest_mllm.engine.served_loop import drive_until, loop, on_loop_thread, wait_for
 
         if on_loop_thread():
             served = loop()
             handed: asyncio.Future[None] = served.create_future()
-            self._waiting.append(lambda: served.call_soon_threadsafe(handed.set_result, None))
-            return lambda: wait_for(handed)
+            hand: Callable[[], object] = lambda: served.call_soon_threadsafe(handed.set_result, None)  # noqa: E731
+            self._waiting.append(hand)
+            return hand, lambda: wait_for(handed)
         given: Future[None] = Future()  # a thread runs the loop meanwhile: the holder may be a greenlet on it
-        self._waiting.append(lambda: given.set_result(None))
-        return lambda: drive_until(given)
+        hand = lambda: given.set_result(None)  # noqa: E731 - the queue's entry, compared on leaving it
+        self._waiting.append(hand)
+        return hand, lambda: drive_until(given)
 
     def __exit__(self, *exc: object) -> None:
         with self._guard:
-            self._owner = None
-            if self._waiting:
-                self._waiting.popleft()()
-            else:
-                self._held = False
+            self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Hand the turn to the first waiting caller, or free it (under the guard)."""
+        self._owner = None
+        if self._waiting:
+            self._waiting.popleft()()
+        else:
+            self._held = False
 
     @contextmanager
     def given_up(self) -> Iterator[None]:

@@ -68,6 +68,8 @@ def wait_for(awaitable: Awaitable[T]) -> T:
 def drive_until(future: concurrent.futures.Future[T]) -> T:
     """The result of `future`, the served loop run on this thread until it is done; while another thread runs
     the loop, this one waits, and takes the loop over if that thread stops before `future` is done."""
+    if on_loop_thread():
+        raise RuntimeError("drive_until called inside the served loop: it would wait for ever")
     served = loop()
     while not future.done():
         if _running.acquire(blocking=False):
@@ -125,7 +127,7 @@ async def _drive(function: Callable[..., T], args: tuple[Any, ...], future: conc
     if not future.set_running_or_notify_cancel():
         return
     answering = _Answering(function)
-    try:
+    try:  # KeyboardInterrupt and SystemExit (a signal, most often caught inside some answer) go on to the run
         handed = answering.switch(*args)
         while not answering.dead:
             try:
@@ -134,6 +136,9 @@ async def _drive(function: Callable[..., T], args: tuple[Any, ...], future: conc
                 handed = answering.throw(exc)
             else:
                 handed = answering.switch(result)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        future.set_exception(exc)
+        raise
     except BaseException as exc:  # noqa: BLE001 - the future carries it to whoever takes the answer
         future.set_exception(exc)
     else:

@@ -305,3 +305,41 @@ def test_encoded_images_keep_at_most_their_budget() -> None:
     parts = [encoded.content(p) for p in pictures]
     assert encoded.content(pictures[2]) is parts[2] and encoded.encoded == 3
     assert encoded.content(pictures[0]) is not parts[0] and encoded.encoded == 4
+
+
+def test_an_interrupt_during_another_answer_reaches_the_caller_and_leaves_the_turn_usable() -> None:
+    """Ctrl-C while some other answer runs on the loop ends the caller's wait, not just that answer; a caller
+    interrupted while it waits for the turn leaves the queue, and the turn is free again afterwards."""
+    import os
+    import signal
+    import time
+
+    from pytest_mllm.engine.served_loop import drive_until, spawn
+
+    def busy() -> str:
+        start = time.monotonic()
+        while time.monotonic() - start < 1.0:
+            pass
+        return "busy"
+
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    spawn(busy)
+    with pytest.raises(KeyboardInterrupt):
+        drive_until(spawn(lambda: wait_for(asyncio.sleep(2))))
+
+    turn = Turn()
+
+    def hold() -> str:
+        with turn:
+            wait_for(asyncio.sleep(0.6))
+        return "held"
+
+    held = spawn(hold)
+    wait_until(held.running)
+    threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        with turn:
+            pass
+    assert drive_until(held) == "held"
+    with turn:  # nobody holds it: entered at once
+        pass
