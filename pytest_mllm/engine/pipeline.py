@@ -207,7 +207,8 @@ class AnswerPipeline:
                 del self._futures[key]
 
     def close(self) -> None:
-        """Drop the answers not started (a run stopped early); those in flight end on their own."""
+        """Drop the answers not started (a run stopped early); those in flight are left unfinished (nothing runs the
+        served loop after the last test), so their answers are not cached."""
         with self.lock:
             self._closed = True
             for future in self._futures.values():
