@@ -74,7 +74,7 @@ class Batcher:
     def _send_ahead(self, room: int) -> None:
         """Submit up to `room` of the sample tests this process runs next that are not yet submitted, looking at
         each test once: a cursor into the collection (outside xdist) or into this worker's queue. Called under
-        the pipeline's lock, by the tests' thread or by the thread of an answer that came."""
+        the pipeline's lock, by the tests' thread or, inside the served loop, by an answer that came."""
         pipeline, items = self._pipeline, self._items
         assert pipeline is not None
         if self._queue is None:

@@ -52,7 +52,7 @@ class OpenAIModel:
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """One response per request, in order; requests with the same token limit go out together."""
         results: list[ChatResult | Exception | None] = [None] * len(requests)
-        if len(requests) == 1:  # a served run's pipeline asks one at a time: on this thread, no pool of one
+        if len(requests) == 1:  # a served run's pipeline asks one at a time: no gather of one
             try:
                 results[0] = self.client.chat(self.model, self.messages(requests[0]), temperature=0.0,
                                               max_tokens=requests[0].max_new_tokens)
