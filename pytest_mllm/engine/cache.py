@@ -133,7 +133,7 @@ class ResponseCache:
             self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        # check_same_thread off: a served model's answers run on whichever thread runs the served loop, one at a time (engine/pipeline.py)
+        # check_same_thread off: a served model's answers run on the thread running the served loop (engine/pipeline.py)
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
